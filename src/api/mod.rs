@@ -1,0 +1,152 @@
+//! The HTTP surface: routes, request validation and the one error mapping. Handlers are thin:
+//! validate, pick the pipeline, run it, shape the response.
+
+mod body;
+mod detect;
+mod error;
+mod ops;
+mod pending;
+mod schemas;
+mod state;
+pub mod validate;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::{HeaderValue, header::HeaderName};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{get, post};
+
+pub use error::ApiError;
+pub use state::{AppState, Readiness};
+
+use crate::config::Settings;
+use crate::inference::{KeepAlive, ModelRegistry, OrtRuntime, RegistryLimits, SessionOptions, spawn_reaper};
+use crate::pipeline::Pipelines;
+
+/// The pipelines the routes need.
+pub const REQUIRED_PIPELINES: &[&str] = &["analyze", "pii_extract"];
+
+static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Every route of the interface.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/analyze", post(detect::analyze))
+        .route("/pii/extract", post(detect::pii_extract))
+        .route("/pii/extract/stream", post(pending::extract_stream))
+        .route("/pii/deidentify", post(pending::deidentify))
+        .route("/pii/deidentify/stream", post(pending::deidentify_stream))
+        .route("/jobs", post(pending::jobs_create))
+        .route("/jobs/{job_id}", get(pending::job_get))
+        .route("/privacy-gateway/complete", post(pending::privacy_gateway))
+        .route("/omop/load", post(pending::omop_load))
+        .route("/cohort/resolve", post(pending::cohort_resolve))
+        .route("/fhir/smart-backend/ingestions", post(pending::smart_ingestion))
+        .route("/fhir/smart-backend/ingestions/{job_id}", get(pending::ingestion_get))
+        .route("/fhir/smart-backend/ingestions/{job_id}/summary", get(pending::ingestion_summary))
+        .route("/models/loaded", get(ops::models_loaded))
+        .route("/models/unload", post(ops::models_unload))
+        .route("/v1/decisions", post(pending::decisions))
+        .route("/v1/decisions/batch", post(pending::decisions_batch))
+        .route("/health", get(ops::health))
+        .route("/livez", get(ops::livez))
+        .route("/readyz", get(ops::readyz))
+        .fallback(|| async { ApiError::NotFound { code: "route_not_found", message: "No such route" } })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(middleware::from_fn(request_id))
+        .with_state(state)
+}
+
+/// Echoes a well-formed inbound `X-Request-ID` or generates one, and makes it visible to errors.
+async fn request_id(req: Request, next: Next) -> Response {
+    let id = req
+        .headers()
+        .get(&X_REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .map(String::from)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+    let mut response = error::REQUEST_ID.scope(id.clone(), next.run(req)).await;
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(X_REQUEST_ID.clone(), v);
+    }
+    response
+}
+
+/// Why the service could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{0}")]
+    Settings(String),
+    #[error(transparent)]
+    Inference(#[from] crate::inference::InferenceError),
+    #[error(transparent)]
+    Pipeline(#[from] crate::pipeline::PipelineError),
+}
+
+/// Builds the state from settings: runtime, pipelines (checked), registry and its reaper.
+/// The preload runs in the background; `/readyz` turns ready when it has finished.
+pub fn build_state(settings: Settings) -> Result<AppState, StartError> {
+    let default_keep_alive = KeepAlive::parse(&settings.keep_alive)
+        .map_err(|why| StartError::Settings(format!("SERVICE_KEEP_ALIVE: {why}")))?;
+    let runtime = OrtRuntime::init(
+        &settings.ort_library_path(),
+        SessionOptions { device: settings.device, cuda_device_id: settings.cuda_device_id, threads: settings.ort_threads },
+    )?;
+    let pipelines = Pipelines::load(&settings.pipelines_dir, REQUIRED_PIPELINES)?;
+    let registry = ModelRegistry::new(
+        runtime,
+        settings.models_dir.clone(),
+        RegistryLimits {
+            default_keep_alive,
+            max_resident: settings.max_resident_models,
+            memory_budget: settings.model_memory_budget_bytes,
+            batch_token_budget: settings.batch_token_budget,
+            queue_capacity: settings.queue_capacity,
+        },
+    );
+    spawn_reaper(registry.clone());
+    let state = AppState {
+        settings: Arc::new(settings),
+        registry,
+        pipelines: Arc::new(pipelines),
+        readiness: Arc::new(Readiness::default()),
+    };
+    spawn_preload(state.clone());
+    Ok(state)
+}
+
+fn spawn_preload(state: AppState) {
+    let models = state.settings.preload();
+    state.readiness.set(false, models.iter().map(|m| format!("loading model {m}")).collect());
+    tokio::spawn(async move {
+        let mut failures = Vec::new();
+        for id in &models {
+            // Preloaded models stay resident: the handle is released with the keep-alive "forever".
+            match state.registry.acquire(id, Some(KeepAlive::Forever)).await {
+                Ok(handle) => drop(handle),
+                Err(e) => {
+                    tracing::error!(model = %id, error = %e, "preload failed");
+                    failures.push(format!("model {id} failed to load: {e}"));
+                }
+            }
+        }
+        let ready = failures.is_empty();
+        state.readiness.set(ready, failures);
+        if ready {
+            tracing::info!(models = models.len(), "ready");
+        }
+    });
+}
+
+/// Serves until `shutdown` resolves, then drains in-flight requests.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+}

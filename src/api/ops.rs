@@ -1,0 +1,73 @@
+//! Probes and model management.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::body::{Valid, Validated};
+use super::error::ApiError;
+use super::schemas;
+use super::state::AppState;
+
+pub async fn livez() -> Json<Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+/// 200 once the default models are loaded at start-up; 503 with the reasons before.
+pub async fn readyz(State(state): State<AppState>) -> Response {
+    let (ready, reasons) = state.readiness.get();
+    if ready {
+        Json(json!({ "status": "ready" })).into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "status": "not_ready", "reasons": reasons }))).into_response()
+    }
+}
+
+/// Every value is a string, as the interface says.
+pub async fn health(State(state): State<AppState>) -> Json<Value> {
+    let (ready, _) = state.readiness.get();
+    Json(json!({
+        "status": "ok",
+        "service": "phiflow",
+        "version": env!("CARGO_PKG_VERSION"),
+        "ready": ready.to_string(),
+        "device": format!("{:?}", state.registry.runtime().device()).to_lowercase(),
+        "models": state.registry.resident_ids().join(","),
+    }))
+}
+
+pub async fn models_loaded(State(state): State<AppState>) -> Json<Value> {
+    Json(serde_json::to_value(state.registry.report()).unwrap_or(Value::Null))
+}
+
+#[derive(Deserialize)]
+pub struct ModelUnloadRequest {
+    all: Option<bool>,
+    model_name: Option<String>,
+}
+
+impl Validated for ModelUnloadRequest {
+    const SCHEMA: &'static super::validate::Schema = &schemas::MODEL_UNLOAD;
+}
+
+/// Unloads one model by name, or every idle one with `all`. A model in use stays loaded.
+pub async fn models_unload(State(state): State<AppState>, req: Valid<ModelUnloadRequest>) -> Result<Json<Value>, ApiError> {
+    let r = req.body;
+    if r.all == Some(true) {
+        let results = state.registry.unload_all();
+        let unloaded: Vec<&str> = results.iter().filter(|o| o.unloaded).map(|o| o.model_name.as_str()).collect();
+        return Ok(Json(json!({ "all": true, "unloaded": unloaded, "results": results })));
+    }
+    let Some(name) = r.model_name.filter(|n| !n.trim().is_empty()) else {
+        return Err(ApiError::validation_one(&[json!("body")], "value_error", "Value error, one of all, model_name must be given", None));
+    };
+    if !state.registry.is_resident(&name) {
+        // Distinguish "installed but idle-unloaded" from "no such model".
+        state.registry.files(&name)?;
+    }
+    let outcome = state.registry.unload(&name);
+    Ok(Json(serde_json::to_value(outcome).unwrap_or(Value::Null)))
+}

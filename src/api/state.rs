@@ -1,0 +1,33 @@
+//! What every route shares.
+
+use std::sync::{Arc, Mutex};
+
+use crate::config::Settings;
+use crate::inference::ModelRegistry;
+use crate::pipeline::Pipelines;
+
+/// Shared application state (cheap to clone).
+#[derive(Clone)]
+pub struct AppState {
+    pub settings: Arc<Settings>,
+    pub registry: Arc<ModelRegistry>,
+    pub pipelines: Arc<Pipelines>,
+    pub readiness: Arc<Readiness>,
+}
+
+/// Whether start-up (the model preload) has completed, and if not, why.
+#[derive(Default)]
+pub struct Readiness {
+    state: Mutex<(bool, Vec<String>)>,
+}
+
+impl Readiness {
+    pub fn set(&self, ready: bool, reasons: Vec<String>) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        *s = (ready, reasons);
+    }
+
+    pub fn get(&self) -> (bool, Vec<String>) {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}

@@ -1,0 +1,108 @@
+//! Service settings: environment variables prefixed `SERVICE_`, overridable by CLI flags.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+/// Where inference runs. CUDA never falls back to CPU silently: a missing provider is a start-up error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
+pub enum Device {
+    #[default]
+    Cpu,
+    Cuda,
+}
+
+/// Every setting of `phiflow serve`.
+#[derive(Args, Clone, Debug)]
+pub struct Settings {
+    /// Address to listen on.
+    #[arg(long, env = "SERVICE_HOST", default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, env = "SERVICE_PORT", default_value_t = 8080)]
+    pub port: u16,
+    /// Models directory in the Hugging Face layout: `<models_dir>/<org>/<name>/`.
+    #[arg(long, env = "SERVICE_MODELS_DIR", default_value = ".assets/models")]
+    pub models_dir: PathBuf,
+    /// Data directory (job store, loads).
+    #[arg(long, env = "SERVICE_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+    /// Path to `libonnxruntime.so`; default: the one fetched into `.assets/` by scripts/fetch-assets.
+    #[arg(long, env = "SERVICE_ORT_LIBRARY")]
+    pub ort_library: Option<PathBuf>,
+    /// Execution provider.
+    #[arg(long, env = "SERVICE_DEVICE", value_enum, default_value_t = Device::Cpu)]
+    pub device: Device,
+    /// CUDA device index when `--device cuda`.
+    #[arg(long, env = "SERVICE_CUDA_DEVICE_ID", default_value_t = 0)]
+    pub cuda_device_id: i32,
+    /// ONNX Runtime intra-op threads per model (0: one per core).
+    #[arg(long, env = "SERVICE_ORT_THREADS", default_value_t = 0)]
+    pub ort_threads: usize,
+    /// Default PII model id (used by /pii/* when `model_name` is omitted).
+    #[arg(long, env = "SERVICE_PII_MODEL", default_value = "nationaldesignstudio/rampart")]
+    pub pii_model: String,
+    /// Default /analyze model id.
+    #[arg(long, env = "SERVICE_ANALYZE_MODEL", default_value = "nationaldesignstudio/rampart")]
+    pub analyze_model: String,
+    /// Models loaded at start-up, comma-separated; `/readyz` is ready once they are. Default: the PII model.
+    #[arg(long, env = "SERVICE_PRELOAD_MODELS", value_delimiter = ',')]
+    pub preload_models: Option<Vec<String>>,
+    /// Server default keep-alive for loaded models (seconds or a duration like `5m`; `-1` = forever).
+    #[arg(long, env = "SERVICE_KEEP_ALIVE", default_value = "-1")]
+    pub keep_alive: String,
+    /// Most models resident at once (LRU eviction beyond).
+    #[arg(long, env = "SERVICE_MAX_RESIDENT_MODELS", default_value_t = 4)]
+    pub max_resident_models: usize,
+    /// Memory budget for resident models in bytes (estimated footprint; LRU eviction beyond).
+    #[arg(long, env = "SERVICE_MODEL_MEMORY_BUDGET_BYTES", default_value_t = 4 * 1024 * 1024 * 1024)]
+    pub model_memory_budget_bytes: u64,
+    /// Padded tokens per inference batch (sequence length × batch size).
+    #[arg(long, env = "SERVICE_BATCH_TOKEN_BUDGET", default_value_t = 4096)]
+    pub batch_token_budget: usize,
+    /// Most windows waiting in one model's queue; beyond, requests get 503 with Retry-After.
+    #[arg(long, env = "SERVICE_QUEUE_CAPACITY", default_value_t = 4096)]
+    pub queue_capacity: usize,
+    /// Directory of pipeline definitions (TOML).
+    #[arg(long, env = "SERVICE_PIPELINES_DIR", default_value = "pipelines")]
+    pub pipelines_dir: PathBuf,
+    /// Largest request body in bytes.
+    #[arg(long, env = "SERVICE_MAX_BODY_BYTES", default_value_t = 16 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+    /// Longest text field in characters.
+    #[arg(long, env = "SERVICE_MAX_TEXT_CHARS", default_value_t = 1_000_000)]
+    pub max_text_chars: usize,
+    /// Log as JSON lines.
+    #[arg(long, env = "SERVICE_LOG_JSON", default_value_t = false)]
+    pub log_json: bool,
+}
+
+impl Settings {
+    /// Settings from the environment only (tests and benches), with defaults for the rest.
+    pub fn from_env() -> Self {
+        use clap::{FromArgMatches, CommandFactory};
+        #[derive(clap::Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            s: Settings,
+        }
+        let matches = Wrapper::command().get_matches_from(["phiflow"]);
+        Wrapper::from_arg_matches(&matches).map(|w| w.s).expect("defaults parse")
+    }
+
+    /// The ONNX Runtime library: the configured path, else the fetched one under `.assets/`.
+    pub fn ort_library_path(&self) -> PathBuf {
+        self.ort_library.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_ORT_LIBRARY))
+    }
+
+    /// Models loaded at start-up: the setting, else the default PII model.
+    pub fn preload(&self) -> Vec<String> {
+        match &self.preload_models {
+            Some(list) => list.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+            None => vec![self.pii_model.clone()],
+        }
+    }
+}
+
+/// Where scripts/fetch-assets puts the library.
+pub const DEFAULT_ORT_LIBRARY: &str = ".assets/onnxruntime-1.31.1/libonnxruntime.so";

@@ -1,0 +1,98 @@
+//! ONNX Runtime: loaded once from an explicit library path, sessions built on the configured
+//! execution provider. CUDA that cannot be registered is an error, never a silent CPU fallback.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use ort::ep::{self, ExecutionProvider};
+use ort::session::Session;
+use ort::session::builder::GraphOptimizationLevel;
+
+use super::InferenceError;
+use crate::config::Device;
+
+/// The process-wide environment; sessions refer to it, so it lives as long as the process.
+static INIT: OnceLock<Result<(PathBuf, ort::environment::Environment), String>> = OnceLock::new();
+
+/// How sessions are created.
+#[derive(Clone, Debug)]
+pub struct SessionOptions {
+    pub device: Device,
+    pub cuda_device_id: i32,
+    /// Intra-op threads (0: one per core).
+    pub threads: usize,
+}
+
+/// Proof that ONNX Runtime is loaded; the only way to make sessions.
+#[derive(Clone, Debug)]
+pub struct OrtRuntime {
+    options: SessionOptions,
+    library: PathBuf,
+}
+
+impl OrtRuntime {
+    /// Loads the library (once per process) and checks the execution provider is usable.
+    pub fn init(library: &Path, options: SessionOptions) -> Result<Self, InferenceError> {
+        let loaded = INIT.get_or_init(|| {
+            if !library.is_file() {
+                return Err(format!(
+                    "ONNX Runtime library not found at {} (run scripts/fetch-assets or set SERVICE_ORT_LIBRARY)",
+                    library.display()
+                ));
+            }
+            let builder = ort::init_from(library).map_err(|e| format!("cannot load ONNX Runtime: {e}"))?;
+            let env = builder.with_name("phiflow").build().map_err(|e| format!("cannot start ONNX Runtime: {e}"))?;
+            Ok((library.to_path_buf(), env))
+        });
+        let library = loaded.as_ref().map(|(p, _)| p.clone()).map_err(|e| InferenceError::Runtime(e.clone()))?;
+        if options.device == Device::Cuda {
+            let available = <ep::CUDA as ExecutionProvider>::is_available()
+                .map_err(|e| InferenceError::Runtime(format!("cannot query execution providers: {e}")))?;
+            if !available {
+                return Err(InferenceError::Runtime(
+                    "SERVICE_DEVICE=cuda but this ONNX Runtime build has no CUDA execution provider \
+                     (install the onnxruntime-gpu library and point SERVICE_ORT_LIBRARY at it)"
+                        .into(),
+                ));
+            }
+        }
+        Ok(Self { options, library })
+    }
+
+    pub fn library(&self) -> &Path {
+        &self.library
+    }
+
+    pub fn device(&self) -> Device {
+        self.options.device
+    }
+
+    /// Builds a session for one ONNX file.
+    pub fn session(&self, onnx: &Path) -> Result<Session, InferenceError> {
+        let err = |e: String| InferenceError::Runtime(e);
+        let threads = if self.options.threads == 0 {
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+        } else {
+            self.options.threads
+        };
+        let env = match INIT.get() {
+            Some(Ok((_, env))) => env,
+            _ => return Err(err("ONNX Runtime is not initialised".into())),
+        };
+        let mut builder = Session::builder(env)
+            .map_err(|e| err(e.to_string()))?
+            .with_optimization_level(GraphOptimizationLevel::Level3)
+            .map_err(|e| err(e.to_string()))?
+            .with_intra_threads(threads)
+            .map_err(|e| err(e.to_string()))?;
+        if self.options.device == Device::Cuda {
+            builder = builder
+                .with_execution_providers([ep::CUDA::default()
+                    .with_device_id(self.options.cuda_device_id)
+                    .build()
+                    .error_on_failure()])
+                .map_err(|e| err(format!("CUDA execution provider could not be registered: {e}")))?;
+        }
+        builder.commit_from_file(onnx).map_err(|e| err(format!("cannot create session: {e}")))
+    }
+}

@@ -1,0 +1,10 @@
+//! phiflow: a clinical text privacy service. Text flows through typed stages (tokenize, window,
+//! infer, aggregate, merge) composed into pipelines declared in `pipelines/`; the HTTP layer is a
+//! thin shell over them.
+
+pub mod api;
+pub mod config;
+pub mod deid;
+pub mod inference;
+pub mod pipeline;
+pub mod stages;

@@ -1,0 +1,254 @@
+//! Pipelines: ordered stages declared in `pipelines/*.toml`, type-checked when the service
+//! starts (a wrong order is a start-up error, never a request-time one) and run per request.
+//! CPU stages run on the blocking pool; only inference waits on the model's queue.
+
+mod spec;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+pub use spec::{Kind, PipelineSpec, StageSpec};
+
+use crate::inference::LoadedModel;
+use crate::stages::{
+    RunOptions, Spans, StageError, TextView, aggregate, infer, merge, tokens, window,
+};
+
+/// Why a pipeline definition was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    #[error("{file}: {message}")]
+    Invalid { file: String, message: String },
+    #[error("pipeline `{0}` is required but not defined")]
+    Missing(String),
+}
+
+/// A checked pipeline.
+#[derive(Debug)]
+pub struct Pipeline {
+    pub name: String,
+    stages: Vec<StageSpec>,
+}
+
+enum Payload {
+    Text(TextView),
+    Tokens(tokens::Tokens),
+    Windows(tokens::Tokens, Vec<std::ops::Range<usize>>),
+    Scores(infer::TokenScores),
+    Spans(Spans),
+}
+
+impl Pipeline {
+    /// Checks that stage kinds chain from text to spans with exactly one inference stage.
+    pub fn check(spec: PipelineSpec, file: &str) -> Result<Self, PipelineError> {
+        let invalid = |message: String| PipelineError::Invalid { file: file.to_string(), message };
+        let mut kind = Kind::Text;
+        for (i, stage) in spec.stages.iter().enumerate() {
+            let (input, output) = stage.kinds();
+            if input != kind {
+                return Err(invalid(format!(
+                    "stage {} (`{}`) takes {input:?} but receives {kind:?}",
+                    i + 1,
+                    stage.name()
+                )));
+            }
+            kind = output;
+        }
+        if kind != Kind::Spans {
+            return Err(invalid(format!("the last stage yields {kind:?}, not Spans")));
+        }
+        let infers = spec.stages.iter().filter(|s| matches!(s, StageSpec::Infer)).count();
+        if infers != 1 {
+            return Err(invalid(format!("a pipeline needs exactly one infer stage, found {infers}")));
+        }
+        Ok(Self { name: spec.name, stages: spec.stages })
+    }
+
+    /// The window capacity in content tokens for a model.
+    fn window_params(&self, model: &LoadedModel, max_tokens: usize, overlap: usize, prefer: bool) -> window::WindowParams {
+        let limit = model.info.max_positions.min(max_tokens);
+        window::WindowParams {
+            capacity: limit.saturating_sub(model.tokenizer.special_count()).max(1),
+            overlap,
+            prefer_sentences: prefer,
+        }
+    }
+
+    /// Runs the pipeline on one text.
+    pub async fn run(
+        self: &Arc<Self>,
+        model: Arc<LoadedModel>,
+        text: Arc<str>,
+        opts: Arc<RunOptions>,
+    ) -> Result<Spans, StageError> {
+        let mut payload = Payload::Text(TextView::new(text));
+        let mut i = 0;
+        while i < self.stages.len() {
+            if matches!(self.stages[i], StageSpec::Infer) {
+                let Payload::Windows(toks, ws) = payload else {
+                    return Err(StageError::Internal("infer received the wrong item".into()));
+                };
+                payload = Payload::Scores(infer::infer(&model, toks, ws).await?);
+                i += 1;
+                continue;
+            }
+            let end = (i..self.stages.len())
+                .find(|&j| matches!(self.stages[j], StageSpec::Infer))
+                .unwrap_or(self.stages.len());
+            let (this, model, opts) = (self.clone(), model.clone(), opts.clone());
+            payload = tokio::task::spawn_blocking(move || {
+                (i..end).try_fold(payload, |p, k| this.run_cpu(k, &model, &opts, p))
+            })
+            .await
+            .map_err(|e| StageError::Internal(format!("stage task failed: {e}")))??;
+            i = end;
+        }
+        match payload {
+            Payload::Spans(spans) => Ok(spans),
+            _ => Err(StageError::Internal("pipeline did not yield spans".into())),
+        }
+    }
+
+    fn run_cpu(&self, k: usize, model: &LoadedModel, opts: &RunOptions, payload: Payload) -> Result<Payload, StageError> {
+        let wrong = || StageError::Internal(format!("stage {} received the wrong item", self.stages[k].name()));
+        Ok(match (&self.stages[k], payload) {
+            (StageSpec::Normalize { accents, clean }, Payload::Text(view)) => {
+                let accents = accents.unwrap_or(opts.normalize_accents);
+                let clean = clean.unwrap_or(opts.sentence_clean);
+                Payload::Text(TextView::normalize(view.original.clone(), accents, clean))
+            }
+            (StageSpec::Tokenize { sentences }, Payload::Text(view)) => {
+                let detect = sentences.unwrap_or(opts.sentence_detection);
+                let lang = detect.then_some(opts.sentence_language.as_str());
+                Payload::Tokens(tokens::tokenize(&model.tokenizer, view, lang)?)
+            }
+            (StageSpec::Window { max_tokens, overlap_tokens, prefer_sentences }, Payload::Tokens(toks)) => {
+                let prefer = prefer_sentences.unwrap_or(opts.sentence_detection);
+                let p = self.window_params(model, *max_tokens, *overlap_tokens, prefer);
+                let ws = window::windows(toks.len(), &toks.words, &toks.sentence_starts, p);
+                Payload::Windows(toks, ws)
+            }
+            (StageSpec::Aggregate { strategy }, Payload::Scores(scores)) => {
+                let strategy = strategy.unwrap_or(opts.aggregation);
+                let raw = aggregate::aggregate(&scores, &model.info.labels, strategy);
+                let view = &scores.tokens.text;
+                let spans = raw
+                    .into_iter()
+                    .map(|mut s| {
+                        (s.start, s.end) = view.to_original(s.start, s.end);
+                        s
+                    })
+                    .collect();
+                let sentence_starts = scores.tokens.sentence_bytes.iter().map(|&b| view.to_original(b, b + 1).0).collect();
+                Payload::Spans(Spans {
+                    original: view.original.clone(),
+                    spans,
+                    sentence_starts,
+                    stats: crate::stages::RunStats {
+                        tokens: scores.tokens.len(),
+                        windows: scores.windows,
+                        sentences: scores.tokens.sentence_bytes.len() + 1,
+                    },
+                })
+            }
+            (StageSpec::Merge { join_pieces, snap_to_words, group_entities, smart_merging }, Payload::Spans(spans)) => {
+                Payload::Spans(merge::merge(
+                    spans,
+                    merge::MergeParams {
+                        join_pieces: *join_pieces,
+                        snap_to_words: *snap_to_words,
+                        group_entities: group_entities.unwrap_or(opts.group_entities),
+                        smart_merging: smart_merging.unwrap_or(opts.smart_merging),
+                        threshold: opts.confidence_threshold,
+                    },
+                ))
+            }
+            _ => return Err(wrong()),
+        })
+    }
+}
+
+/// The pipelines the service serves, by name.
+#[derive(Debug, Default)]
+pub struct Pipelines {
+    by_name: BTreeMap<String, Arc<Pipeline>>,
+}
+
+impl Pipelines {
+    /// Loads and checks every `*.toml` in `dir`, then requires the named ones.
+    pub fn load(dir: &Path, required: &[&str]) -> Result<Self, PipelineError> {
+        let mut by_name = BTreeMap::new();
+        let entries = std::fs::read_dir(dir).map_err(|e| PipelineError::Invalid {
+            file: dir.display().to_string(),
+            message: format!("cannot read pipelines directory: {e}"),
+        })?;
+        let mut files: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "toml")).collect();
+        files.sort();
+        for path in files {
+            let file = path.display().to_string();
+            let raw = std::fs::read_to_string(&path)
+                .map_err(|e| PipelineError::Invalid { file: file.clone(), message: e.to_string() })?;
+            let spec: PipelineSpec =
+                toml::from_str(&raw).map_err(|e| PipelineError::Invalid { file: file.clone(), message: e.to_string() })?;
+            let pipeline = Pipeline::check(spec, &file)?;
+            by_name.insert(pipeline.name.clone(), Arc::new(pipeline));
+        }
+        for name in required {
+            if !by_name.contains_key(*name) {
+                return Err(PipelineError::Missing(name.to_string()));
+            }
+        }
+        Ok(Self { by_name })
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<Pipeline>> {
+        self.by_name.get(name).cloned()
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.by_name.keys().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(src: &str) -> Result<Pipeline, PipelineError> {
+        Pipeline::check(toml::from_str(src).map_err(|e| PipelineError::Invalid { file: "t".into(), message: e.to_string() })?, "t")
+    }
+
+    #[test]
+    fn shipped_pipelines_check() {
+        let p = Pipelines::load(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/pipelines")), &["analyze", "pii_extract"]);
+        assert!(p.is_ok(), "{p:?}");
+    }
+
+    #[test]
+    fn wrong_order_is_refused() {
+        let src = r#"
+            name = "bad"
+            [[stages]]
+            stage = "tokenize"
+            [[stages]]
+            stage = "infer"
+            [[stages]]
+            stage = "aggregate"
+        "#;
+        let err = check(src).unwrap_err().to_string();
+        assert!(err.contains("takes Windows but receives Tokens"), "{err}");
+    }
+
+    #[test]
+    fn unknown_stage_and_params_are_refused() {
+        assert!(check("name = \"x\"\n[[stages]]\nstage = \"teleport\"\n").is_err());
+        assert!(check("name = \"x\"\n[[stages]]\nstage = \"window\"\nmax_tokens = 8\noverlap_tokens = 1\nwat = 1\n").is_err());
+    }
+
+    #[test]
+    fn must_end_in_spans() {
+        let src = "name = \"x\"\n[[stages]]\nstage = \"tokenize\"\n";
+        assert!(check(src).unwrap_err().to_string().contains("not Spans"));
+    }
+}

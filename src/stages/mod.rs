@@ -1,0 +1,60 @@
+//! The typed stages of the detection pipeline:
+//!
+//! Text ─normalize─▶ Text ─tokenize─▶ Tokens ─window─▶ Windows ─infer─▶ TokenScores
+//!      ─aggregate─▶ Spans ─merge─▶ Spans
+//!
+//! Each stage takes one item type and yields another; `pipeline` checks their order at start-up.
+
+pub mod aggregate;
+pub mod infer;
+pub mod merge;
+pub mod sentence;
+pub mod span;
+pub mod text;
+pub mod tokens;
+pub mod window;
+
+pub use aggregate::Aggregation;
+pub use span::{RunStats, Source, Span, Spans};
+pub use text::{CharIndex, TextView};
+
+use crate::inference::InferenceError;
+
+/// Why a stage failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    #[error("tokenizer failed: {0}")]
+    Tokenizer(String),
+    #[error(transparent)]
+    Inference(#[from] InferenceError),
+    #[error("pipeline fault: {0}")]
+    Internal(String),
+}
+
+/// The per-request choices the stages honour (the pipeline decides which ones apply).
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub aggregation: Aggregation,
+    pub confidence_threshold: f32,
+    pub group_entities: bool,
+    pub sentence_detection: bool,
+    pub sentence_clean: bool,
+    pub sentence_language: String,
+    pub normalize_accents: bool,
+    pub smart_merging: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            aggregation: Aggregation::Simple,
+            confidence_threshold: 0.0,
+            group_entities: false,
+            sentence_detection: true,
+            sentence_clean: false,
+            sentence_language: "en".into(),
+            normalize_accents: false,
+            smart_merging: false,
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! Spans: what every detection stage produces, in byte offsets of the caller's exact input.
+
+use std::sync::Arc;
+
+/// Where a span came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    Model,
+    Pattern,
+    #[serde(rename = "model+pattern")]
+    Both,
+}
+
+/// One detected entity. `start..end` are byte offsets into the original text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+    /// The entity type without its B-/I- prefix.
+    pub label: String,
+    pub score: f32,
+    pub source: Source,
+}
+
+impl Span {
+    pub fn model(start: usize, end: usize, label: impl Into<String>, score: f32) -> Self {
+        Self { start, end, label: label.into(), score, source: Source::Model }
+    }
+}
+
+/// The spans of one text, with the sentence starts that grouping must not cross.
+#[derive(Debug)]
+pub struct Spans {
+    pub original: Arc<str>,
+    pub spans: Vec<Span>,
+    pub sentence_starts: Vec<usize>,
+    pub stats: RunStats,
+}
+
+/// Counts reported in response metadata.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct RunStats {
+    pub tokens: usize,
+    pub windows: usize,
+    pub sentences: usize,
+}
