@@ -107,10 +107,9 @@ fn validate_object(schema: &Schema, value: &Value, loc: &[Value], out: &mut Vec<
         match obj.get(field.name) {
             None if field.required => out.push(Violation::new(&floc, "missing", "Field required", None)),
             None => {}
-            Some(Value::Null) if field.nullable => {}
-            Some(Value::Null) if field.required || !matches!(field.ty, Ty::KeepAlive) => {
-                out.push(type_violation(&field.ty, &floc))
-            }
+            // `keep_alive: null` is the interface's "server default".
+            Some(Value::Null) if field.nullable || matches!(field.ty, Ty::KeepAlive) => {}
+            Some(Value::Null) => out.push(type_violation(&field.ty, &floc)),
             Some(v) => validate_value(field, v, &floc, out),
         }
     }

@@ -15,6 +15,17 @@ pub struct Server {
 
 /// Starts a server with `configure` applied to the default settings; waits until `/readyz` is 200.
 pub fn start(configure: impl FnOnce(&mut Settings)) -> Server {
+    let s = start_unready(configure);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while reqwest::blocking_free_get(&s.url("/readyz")) != Some(200) {
+        assert!(Instant::now() < deadline, "server never became ready");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    s
+}
+
+/// Starts a server without waiting for readiness.
+pub fn start_unready(configure: impl FnOnce(&mut Settings)) -> Server {
     let mut settings = Settings::from_env();
     settings.host = "127.0.0.1".into();
     settings.port = 0;
@@ -31,15 +42,6 @@ pub fn start(configure: impl FnOnce(&mut Settings)) -> Server {
     });
     let addr = rx.recv_timeout(Duration::from_secs(60)).expect("server address");
     let base = format!("http://{addr}");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let ready = reqwest::blocking_free_get(&format!("{base}/readyz"));
-        if ready == Some(200) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "server never became ready");
-        std::thread::sleep(Duration::from_millis(100));
-    }
     Server { base }
 }
 
