@@ -40,10 +40,18 @@ pub struct Settings {
     #[arg(long, env = "SERVICE_ORT_THREADS", default_value_t = 0)]
     pub ort_threads: usize,
     /// Default PII model id (used by /pii/* when `model_name` is omitted).
-    #[arg(long, env = "SERVICE_PII_MODEL", default_value = "nationaldesignstudio/rampart")]
+    #[arg(
+        long,
+        env = "SERVICE_PII_MODEL",
+        default_value = "nationaldesignstudio/rampart"
+    )]
     pub pii_model: String,
     /// Default /analyze model id.
-    #[arg(long, env = "SERVICE_ANALYZE_MODEL", default_value = "nationaldesignstudio/rampart")]
+    #[arg(
+        long,
+        env = "SERVICE_ANALYZE_MODEL",
+        default_value = "nationaldesignstudio/rampart"
+    )]
     pub analyze_model: String,
     /// Models loaded at start-up, comma-separated; `/readyz` is ready once they are. Default: the PII model.
     #[arg(long, env = "SERVICE_PRELOAD_MODELS", value_delimiter = ',')]
@@ -60,6 +68,10 @@ pub struct Settings {
     /// Padded tokens per inference batch (sequence length × batch size).
     #[arg(long, env = "SERVICE_BATCH_TOKEN_BUDGET", default_value_t = 4096)]
     pub batch_token_budget: usize,
+    /// Largest padding a batch may add, as a fraction of its real tokens. Padding mixed lengths
+    /// costs CPU time that batching does not win back; on a GPU raise it (e.g. 0.5).
+    #[arg(long, env = "SERVICE_BATCH_MAX_PADDING", default_value_t = 0.05)]
+    pub batch_max_padding: f64,
     /// Most windows waiting in one model's queue; beyond, requests get 503 with Retry-After.
     #[arg(long, env = "SERVICE_QUEUE_CAPACITY", default_value_t = 4096)]
     pub queue_capacity: usize,
@@ -80,25 +92,33 @@ pub struct Settings {
 impl Settings {
     /// Settings from the environment only (tests and benches), with defaults for the rest.
     pub fn from_env() -> Self {
-        use clap::{FromArgMatches, CommandFactory};
+        use clap::{CommandFactory, FromArgMatches};
         #[derive(clap::Parser)]
         struct Wrapper {
             #[command(flatten)]
             s: Settings,
         }
         let matches = Wrapper::command().get_matches_from(["phiflow"]);
-        Wrapper::from_arg_matches(&matches).map(|w| w.s).expect("defaults parse")
+        Wrapper::from_arg_matches(&matches)
+            .map(|w| w.s)
+            .expect("defaults parse")
     }
 
     /// The ONNX Runtime library: the configured path, else the fetched one under `.assets/`.
     pub fn ort_library_path(&self) -> PathBuf {
-        self.ort_library.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_ORT_LIBRARY))
+        self.ort_library
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_ORT_LIBRARY))
     }
 
     /// Models loaded at start-up: the setting, else the default PII model.
     pub fn preload(&self) -> Vec<String> {
         match &self.preload_models {
-            Some(list) => list.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+            Some(list) => list
+                .iter()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect(),
             None => vec![self.pii_model.clone()],
         }
     }

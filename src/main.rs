@@ -26,7 +26,9 @@ fn main() -> std::process::ExitCode {
 fn init_logging(json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SERVICE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false);
     if json {
         builder.json().init();
     } else {
@@ -36,7 +38,10 @@ fn init_logging(json: bool) {
 
 fn run_serve(settings: Settings) -> std::process::ExitCode {
     init_logging(settings.log_json);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("phiflow: cannot start the async runtime: {e}");

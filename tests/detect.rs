@@ -18,8 +18,10 @@ async fn extract_finds_name_phone_and_email_with_exact_offsets() {
         ("(617) 555-0143", "PHONE", 26, 40),
         ("john.smith@example.com", "EMAIL", 48, 70),
     ];
-    let want: Vec<(String, String, usize, usize)> =
-        want.iter().map(|(t, l, s, e)| (t.to_string(), l.to_string(), *s, *e)).collect();
+    let want: Vec<(String, String, usize, usize)> = want
+        .iter()
+        .map(|(t, l, s, e)| (t.to_string(), l.to_string(), *s, *e))
+        .collect();
     assert_eq!(got, want);
     assert_eq!(body["entities"][0]["canonical_label"], "FIRST_NAME");
     assert_eq!(body["entities"][2]["hipaa_class"], "D_TELEPHONE");
@@ -34,18 +36,36 @@ async fn offsets_are_code_points_of_the_exact_input() {
     let (status, body) = s.post("/pii/extract", &json!({ "text": text })).await;
     assert_eq!(status, 200);
     let got = common::entities(text, &body);
-    assert!(got.iter().any(|(t, _, _, _)| t == "(617) 555-0143"), "{got:?}");
+    assert!(
+        got.iter().any(|(t, _, _, _)| t == "(617) 555-0143"),
+        "{got:?}"
+    );
     assert!(got.iter().any(|(t, _, _, _)| t == "Smith"), "{got:?}");
 }
 
 #[tokio::test]
 async fn threshold_filters_and_smart_merging_is_honoured() {
     let s = common::server();
-    let (_, all) = s.post("/pii/extract", &json!({ "text": EXAMPLE, "confidence_threshold": 0.0 })).await;
-    let (_, none) = s.post("/pii/extract", &json!({ "text": EXAMPLE, "confidence_threshold": 1.0 })).await;
+    let (_, all) = s
+        .post(
+            "/pii/extract",
+            &json!({ "text": EXAMPLE, "confidence_threshold": 0.0 }),
+        )
+        .await;
+    let (_, none) = s
+        .post(
+            "/pii/extract",
+            &json!({ "text": EXAMPLE, "confidence_threshold": 1.0 }),
+        )
+        .await;
     assert!(!all["entities"].as_array().unwrap().is_empty());
     assert!(none["entities"].as_array().unwrap().is_empty());
-    let (status, body) = s.post("/pii/extract", &json!({ "text": EXAMPLE, "use_smart_merging": false })).await;
+    let (status, body) = s
+        .post(
+            "/pii/extract",
+            &json!({ "text": EXAMPLE, "use_smart_merging": false }),
+        )
+        .await;
     assert_eq!(status, 200);
     assert_eq!(body["metadata"]["use_smart_merging"], false);
 }
@@ -54,11 +74,15 @@ async fn threshold_filters_and_smart_merging_is_honoured() {
 async fn uncovered_language_is_a_warning_not_silence() {
     let s = common::server();
     let text = "Le patient Jean Dupont, téléphone 01 23 45 67 89.";
-    let (status, body) = s.post("/pii/extract", &json!({ "text": text, "lang": "fr" })).await;
+    let (status, body) = s
+        .post("/pii/extract", &json!({ "text": text, "lang": "fr" }))
+        .await;
     assert_eq!(status, 200);
     assert_eq!(body["warnings"][0]["code"], "language_not_covered");
     assert_eq!(body["metadata"]["lang"], "fr");
-    let (status, _) = s.post("/pii/extract", &json!({ "text": text, "lang": "xx" })).await;
+    let (status, _) = s
+        .post("/pii/extract", &json!({ "text": text, "lang": "xx" }))
+        .await;
     assert_eq!(status, 422);
 }
 
@@ -67,14 +91,24 @@ async fn accent_normalization_keeps_original_offsets() {
     let s = common::server();
     let text = "Paciente José Müller, teléfono (617) 555-0143.";
     for normalize in [true, false] {
-        let (status, body) = s.post("/pii/extract", &json!({ "text": text, "normalize_accents": normalize })).await;
+        let (status, body) = s
+            .post(
+                "/pii/extract",
+                &json!({ "text": text, "normalize_accents": normalize }),
+            )
+            .await;
         assert_eq!(status, 200);
         assert_eq!(body["metadata"]["normalize_accents"], normalize);
         let got = common::entities(text, &body);
-        assert!(got.iter().any(|(t, _, _, _)| t == "(617) 555-0143"), "{got:?}");
+        assert!(
+            got.iter().any(|(t, _, _, _)| t == "(617) 555-0143"),
+            "{got:?}"
+        );
     }
     // null with lang=es: on by default.
-    let (_, body) = s.post("/pii/extract", &json!({ "text": text, "lang": "es" })).await;
+    let (_, body) = s
+        .post("/pii/extract", &json!({ "text": text, "lang": "es" }))
+        .await;
     assert_eq!(body["metadata"]["normalize_accents"], true);
 }
 
@@ -86,8 +120,16 @@ async fn long_note_identifiers_on_window_boundaries_are_found_whole() {
     // Fill without sentence ends, so windows are cut by token count and land anywhere.
     let filler = "the patient reported mild discomfort and was advised rest and fluids and ";
     let phones = [
-        "(617) 555-0143", "(212) 555-0199", "(415) 555-0123", "(303) 555-0188", "(646) 555-0177",
-        "(718) 555-0166", "(305) 555-0155", "(202) 555-0144", "(512) 555-0133", "(617) 555-0122",
+        "(617) 555-0143",
+        "(212) 555-0199",
+        "(415) 555-0123",
+        "(303) 555-0188",
+        "(646) 555-0177",
+        "(718) 555-0166",
+        "(305) 555-0155",
+        "(202) 555-0144",
+        "(512) 555-0133",
+        "(617) 555-0122",
     ];
     let mut text = String::new();
     let mut planted = Vec::new();
@@ -111,13 +153,20 @@ async fn long_note_identifiers_on_window_boundaries_are_found_whole() {
     assert!(text.chars().count() >= 20_000);
     let (status, body) = s.post("/pii/extract", &json!({ "text": text })).await;
     assert_eq!(status, 200);
-    assert!(body["metadata"]["windows"].as_u64().unwrap() > 40, "{}", body["metadata"]);
+    assert!(
+        body["metadata"]["windows"].as_u64().unwrap() > 40,
+        "{}",
+        body["metadata"]
+    );
     let got = common::entities(&text, &body);
     for (ident, start, end) in &planted {
         assert!(
-            got.iter().any(|(t, _, s, e)| t == ident && s == start && e == end),
+            got.iter()
+                .any(|(t, _, s, e)| t == ident && s == start && e == end),
             "{ident} at {start}..{end} not found whole; near: {:?}",
-            got.iter().filter(|(_, _, s, e)| s < end && e > start).collect::<Vec<_>>()
+            got.iter()
+                .filter(|(_, _, s, e)| s < end && e > start)
+                .collect::<Vec<_>>()
         );
     }
 }
@@ -127,16 +176,39 @@ async fn analyze_strategies_and_grouping() {
     let s = common::server();
     let text = "Aisha Okafor lives at 12 Baker Street, Boston MA 02115.";
     for strategy in ["simple", "first", "average", "max"] {
-        let (status, body) = s.post("/analyze", &json!({ "text": text, "aggregation_strategy": strategy })).await;
+        let (status, body) = s
+            .post(
+                "/analyze",
+                &json!({ "text": text, "aggregation_strategy": strategy }),
+            )
+            .await;
         assert_eq!(status, 200, "{strategy}: {body}");
         assert_eq!(body["metadata"]["aggregation_strategy"], strategy);
         let got = common::entities(text, &body);
-        assert!(got.iter().any(|(t, l, _, _)| t == "Aisha" && l == "GIVEN_NAME"), "{strategy}: {got:?}");
-        assert!(got.iter().any(|(t, l, _, _)| t == "02115" && l == "ZIP_CODE"), "{strategy}: {got:?}");
+        assert!(
+            got.iter()
+                .any(|(t, l, _, _)| t == "Aisha" && l == "GIVEN_NAME"),
+            "{strategy}: {got:?}"
+        );
+        assert!(
+            got.iter()
+                .any(|(t, l, _, _)| t == "02115" && l == "ZIP_CODE"),
+            "{strategy}: {got:?}"
+        );
     }
-    let (_, body) = s.post("/analyze", &json!({ "text": text, "confidence_threshold": 1.0 })).await;
+    let (_, body) = s
+        .post(
+            "/analyze",
+            &json!({ "text": text, "confidence_threshold": 1.0 }),
+        )
+        .await;
     assert!(body["entities"].as_array().unwrap().is_empty());
-    let (_, body) = s.post("/analyze", &json!({ "text": text, "use_fast_tokenizer": false, "sentence_clean": true })).await;
+    let (_, body) = s
+        .post(
+            "/analyze",
+            &json!({ "text": text, "use_fast_tokenizer": false, "sentence_clean": true }),
+        )
+        .await;
     assert_eq!(body["warnings"][0]["code"], "slow_tokenizer_unavailable");
     assert_eq!(body["metadata"]["sentence_clean"], true);
     // Default model is a setting: the response names it.
@@ -148,21 +220,51 @@ async fn sentence_detection_changes_windowing_not_results() {
     let s = common::server();
     let sentence = "Dr. Lee saw the patient today. Call John Smith at (617) 555-0143. ";
     let text = sentence.repeat(30);
-    let (_, on) = s.post("/analyze", &json!({ "text": text, "sentence_detection": true })).await;
-    let (_, off) = s.post("/analyze", &json!({ "text": text, "sentence_detection": false })).await;
+    let (_, on) = s
+        .post(
+            "/analyze",
+            &json!({ "text": text, "sentence_detection": true }),
+        )
+        .await;
+    let (_, off) = s
+        .post(
+            "/analyze",
+            &json!({ "text": text, "sentence_detection": false }),
+        )
+        .await;
     assert!(on["metadata"]["sentences"].as_u64().unwrap() >= 60);
     assert_eq!(off["metadata"]["sentences"], 1);
-    let phones = |b: &serde_json::Value| common::entities(&text, b).into_iter().filter(|(t, _, _, _)| t.contains("555-0143")).count();
+    let phones = |b: &serde_json::Value| {
+        common::entities(&text, b)
+            .into_iter()
+            .filter(|(t, _, _, _)| t.contains("555-0143"))
+            .count()
+    };
     assert_eq!(phones(&on), 30);
 }
 
 #[tokio::test]
 async fn unknown_model_is_404_listing_installed() {
     let s = common::server();
-    let (status, body) = s.post("/analyze", &json!({ "text": "x", "model_name": "disease_detection_superclinical" })).await;
+    let (status, body) = s
+        .post(
+            "/analyze",
+            &json!({ "text": "x", "model_name": "disease_detection_superclinical" }),
+        )
+        .await;
     assert_eq!(status, 404);
     assert_eq!(body["error"]["code"], "model_not_found");
-    assert!(body["error"]["details"]["installed"].as_array().unwrap().contains(&json!("nationaldesignstudio/rampart")));
-    let (status, _) = s.post("/analyze", &json!({ "text": "x", "model_name": "../../etc" })).await;
+    assert!(
+        body["error"]["details"]["installed"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("nationaldesignstudio/rampart"))
+    );
+    let (status, _) = s
+        .post(
+            "/analyze",
+            &json!({ "text": "x", "model_name": "../../etc" }),
+        )
+        .await;
     assert_eq!(status, 422);
 }

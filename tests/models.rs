@@ -11,20 +11,30 @@ use serde_json::{Value, json};
 const RAMPART: &str = "nationaldesignstudio/rampart";
 
 fn resident(report: &Value) -> Vec<String> {
-    report["models"].as_array().unwrap().iter().map(|m| m["model_name"].as_str().unwrap().to_string()).collect()
+    report["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["model_name"].as_str().unwrap().to_string())
+        .collect()
 }
 
 /// A models directory with two copies of the real model (links, not copies of the weights).
 fn two_model_dir() -> tempfile_dir::TempDir {
     let dir = tempfile_dir::TempDir::new();
-    let src = std::fs::canonicalize(".assets/models/nationaldesignstudio/rampart").expect("fetched model");
+    let src = std::fs::canonicalize(".assets/models/nationaldesignstudio/rampart")
+        .expect("fetched model");
     for name in ["one", "two"] {
         let dst = dir.path().join("lab").join(name);
         std::fs::create_dir_all(dst.join("onnx")).unwrap();
         for f in ["config.json", "tokenizer.json", "phiflow-model.json"] {
             std::os::unix::fs::symlink(src.join(f), dst.join(f)).unwrap();
         }
-        std::os::unix::fs::symlink(src.join("onnx/model_q4.onnx"), dst.join("onnx/model_q4.onnx")).unwrap();
+        std::os::unix::fs::symlink(
+            src.join("onnx/model_q4.onnx"),
+            dst.join("onnx/model_q4.onnx"),
+        )
+        .unwrap();
     }
     dir
 }
@@ -34,7 +44,8 @@ mod tempfile_dir {
     pub struct TempDir(std::path::PathBuf);
     impl TempDir {
         pub fn new() -> Self {
-            let p = std::env::temp_dir().join(format!("phiflow-test-{}", uuid::Uuid::new_v4().simple()));
+            let p = std::env::temp_dir()
+                .join(format!("phiflow-test-{}", uuid::Uuid::new_v4().simple()));
             std::fs::create_dir_all(&p).unwrap();
             Self(p)
         }
@@ -57,7 +68,10 @@ async fn probes() {
     let (status, health) = s.get("/health").await;
     assert_eq!(status, 200);
     let obj = health.as_object().unwrap();
-    assert!(obj.values().all(Value::is_string), "every /health value is a string: {health}");
+    assert!(
+        obj.values().all(Value::is_string),
+        "every /health value is a string: {health}"
+    );
     assert_eq!(health["version"], env!("CARGO_PKG_VERSION"));
 }
 
@@ -70,7 +84,10 @@ async fn readyz_is_503_with_reasons_until_default_models_load() {
         assert_eq!(status, 503);
         assert_eq!(body["status"], "not_ready");
         let reasons = body["reasons"].as_array().unwrap();
-        if reasons.iter().any(|r| r.as_str().unwrap().contains("failed to load")) {
+        if reasons
+            .iter()
+            .any(|r| r.as_str().unwrap().contains("failed to load"))
+        {
             break;
         }
         assert!(Instant::now() < deadline);
@@ -87,7 +104,9 @@ async fn unload_by_name_and_all_then_reload_on_use() {
     assert_eq!(report["installed"], json!([RAMPART]));
     assert_eq!(report["models"][0]["takes_token_type_ids"], true);
 
-    let (status, out) = s.post("/models/unload", &json!({ "model_name": RAMPART })).await;
+    let (status, out) = s
+        .post("/models/unload", &json!({ "model_name": RAMPART }))
+        .await;
     assert_eq!(status, 200, "{out}");
     assert_eq!(out["unloaded"], true);
     assert!(resident(&s.get("/models/loaded").await.1).is_empty());
@@ -95,7 +114,9 @@ async fn unload_by_name_and_all_then_reload_on_use() {
     assert_eq!(health["models"], "");
 
     // Loads again on first use.
-    let (status, _) = s.post("/pii/extract", &json!({ "text": "Call (617) 555-0143" })).await;
+    let (status, _) = s
+        .post("/pii/extract", &json!({ "text": "Call (617) 555-0143" }))
+        .await;
     assert_eq!(status, 200);
     let (_, report) = s.get("/models/loaded").await;
     assert_eq!(resident(&report), vec![RAMPART]);
@@ -105,9 +126,16 @@ async fn unload_by_name_and_all_then_reload_on_use() {
     assert_eq!(status, 200);
     assert_eq!(out["unloaded"], json!([RAMPART]));
 
-    let (status, out) = s.post("/models/unload", &json!({ "model_name": RAMPART })).await;
-    assert_eq!((status, out["unloaded"].clone(), out["reason"].clone()), (200, json!(false), json!("not_loaded")));
-    let (status, out) = s.post("/models/unload", &json!({ "model_name": "no/such" })).await;
+    let (status, out) = s
+        .post("/models/unload", &json!({ "model_name": RAMPART }))
+        .await;
+    assert_eq!(
+        (status, out["unloaded"].clone(), out["reason"].clone()),
+        (200, json!(false), json!("not_loaded"))
+    );
+    let (status, out) = s
+        .post("/models/unload", &json!({ "model_name": "no/such" }))
+        .await;
     assert_eq!(status, 404);
     assert_eq!(out["error"]["code"], "model_not_found");
 }
@@ -115,18 +143,36 @@ async fn unload_by_name_and_all_then_reload_on_use() {
 #[tokio::test]
 async fn keep_alive_zero_unloads_after_the_request_and_durations_expire() {
     let s = common::start(|_| {});
-    let (status, _) = s.post("/pii/extract", &json!({ "text": "Call (617) 555-0143", "keep_alive": 0 })).await;
+    let (status, _) = s
+        .post(
+            "/pii/extract",
+            &json!({ "text": "Call (617) 555-0143", "keep_alive": 0 }),
+        )
+        .await;
     assert_eq!(status, 200);
-    assert!(resident(&s.get("/models/loaded").await.1).is_empty(), "keep_alive 0 unloads right after the request");
+    assert!(
+        resident(&s.get("/models/loaded").await.1).is_empty(),
+        "keep_alive 0 unloads right after the request"
+    );
 
-    let (status, _) = s.post("/pii/extract", &json!({ "text": "Call (617) 555-0143", "keep_alive": "1s" })).await;
+    let (status, _) = s
+        .post(
+            "/pii/extract",
+            &json!({ "text": "Call (617) 555-0143", "keep_alive": "1s" }),
+        )
+        .await;
     assert_eq!(status, 200);
     let (_, report) = s.get("/models/loaded").await;
     assert_eq!(resident(&report), vec![RAMPART]);
-    let remaining = report["models"][0]["keep_alive_seconds_remaining"].as_f64().unwrap();
+    let remaining = report["models"][0]["keep_alive_seconds_remaining"]
+        .as_f64()
+        .unwrap();
     assert!(remaining > 0.0 && remaining <= 1.0, "{remaining}");
     tokio::time::sleep(Duration::from_millis(1600)).await;
-    assert!(resident(&s.get("/models/loaded").await.1).is_empty(), "expired after 1s idle");
+    assert!(
+        resident(&s.get("/models/loaded").await.1).is_empty(),
+        "expired after 1s idle"
+    );
 }
 
 #[tokio::test]
@@ -139,7 +185,12 @@ async fn lru_evicts_the_least_recently_used_idle_model() {
         c.max_resident_models = 1;
     });
     for name in ["lab/one", "lab/two"] {
-        let (status, body) = s.post("/pii/extract", &json!({ "text": "Call (617) 555-0143", "model_name": name })).await;
+        let (status, body) = s
+            .post(
+                "/pii/extract",
+                &json!({ "text": "Call (617) 555-0143", "model_name": name }),
+            )
+            .await;
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["model_name"], name);
     }
@@ -159,8 +210,16 @@ async fn a_full_queue_answers_503_with_retry_after() {
     for _ in 0..8 {
         let (c, url, text) = (c.clone(), s.url("/pii/extract"), text.clone());
         tasks.push(tokio::spawn(async move {
-            let r = c.post(url).json(&json!({ "text": text })).send().await.unwrap();
-            let retry = r.headers().get("retry-after").map(|v| v.to_str().unwrap().to_string());
+            let r = c
+                .post(url)
+                .json(&json!({ "text": text }))
+                .send()
+                .await
+                .unwrap();
+            let retry = r
+                .headers()
+                .get("retry-after")
+                .map(|v| v.to_str().unwrap().to_string());
             let status = r.status().as_u16();
             let body: Value = r.json().await.unwrap();
             (status, retry, body)
@@ -188,8 +247,15 @@ fn cuda_without_its_provider_is_a_clear_error() {
     let lib = std::fs::canonicalize(phiflow::config::DEFAULT_ORT_LIBRARY).expect("fetched runtime");
     let err = phiflow::inference::OrtRuntime::init(
         &lib,
-        phiflow::inference::SessionOptions { device: phiflow::config::Device::Cuda, cuda_device_id: 0, threads: 1 },
+        phiflow::inference::SessionOptions {
+            device: phiflow::config::Device::Cuda,
+            cuda_device_id: 0,
+            threads: 1,
+        },
     )
     .expect_err("the CPU wheel has no CUDA provider");
-    assert!(err.to_string().contains("no CUDA execution provider"), "{err}");
+    assert!(
+        err.to_string().contains("no CUDA execution provider"),
+        "{err}"
+    );
 }

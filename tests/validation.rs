@@ -13,12 +13,25 @@ fn locs(body: &Value) -> Vec<String> {
         .as_array()
         .unwrap_or_else(|| panic!("not a validation error: {body}"))
         .iter()
-        .map(|d| d["loc"].as_array().unwrap().iter().map(|l| l.as_str().map(String::from).unwrap_or(l.to_string())).collect::<Vec<_>>().join("."))
+        .map(|d| {
+            d["loc"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l.as_str().map(String::from).unwrap_or(l.to_string()))
+                .collect::<Vec<_>>()
+                .join(".")
+        })
         .collect()
 }
 
 fn types(body: &Value) -> Vec<String> {
-    body["detail"].as_array().unwrap().iter().map(|d| d["type"].as_str().unwrap().to_string()).collect()
+    body["detail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["type"].as_str().unwrap().to_string())
+        .collect()
 }
 
 /// (route, minimal valid body, a body that breaks every kind of rule with its expected locs).
@@ -29,26 +42,51 @@ fn cases() -> Vec<(&'static str, Value, Value, Vec<&'static str>)> {
             json!({ "text": "x" }),
             json!({ "aggregation_strategy": "none", "confidence_threshold": 1.5, "group_entities": "yes",
                     "sentence_language": "xx", "keep_alive": -5, "bogus": SECRET }),
-            vec!["body.text", "body.aggregation_strategy", "body.confidence_threshold", "body.group_entities",
-                 "body.sentence_language", "body.keep_alive", "body.bogus"],
+            vec![
+                "body.text",
+                "body.aggregation_strategy",
+                "body.confidence_threshold",
+                "body.group_entities",
+                "body.sentence_language",
+                "body.keep_alive",
+                "body.bogus",
+            ],
         ),
         (
             "/pii/extract",
             json!({ "text": "x" }),
             json!({ "text": 5, "confidence_threshold": -0.1, "lang": "klingon", "normalize_accents": "no", "use_smart_merging": null }),
-            vec!["body.text", "body.confidence_threshold", "body.lang", "body.normalize_accents", "body.use_smart_merging"],
+            vec![
+                "body.text",
+                "body.confidence_threshold",
+                "body.lang",
+                "body.normalize_accents",
+                "body.use_smart_merging",
+            ],
         ),
         (
             "/pii/extract/stream",
             json!({ "text": "x" }),
             json!({ "text": "x", "chunk_size": 0, "max_entity_chars": 0, "tokenizer_context_chars": -1, "window_chars": 63, "include_text": 1 }),
-            vec!["body.chunk_size", "body.max_entity_chars", "body.tokenizer_context_chars", "body.window_chars", "body.include_text"],
+            vec![
+                "body.chunk_size",
+                "body.max_entity_chars",
+                "body.tokenizer_context_chars",
+                "body.window_chars",
+                "body.include_text",
+            ],
         ),
         (
             "/pii/deidentify",
             json!({ "text": "x" }),
             json!({ "text": "x", "method": "shred", "date_shift_days": 1.5, "keep_mapping": "true", "policy": 3, "shift_dates": "y" }),
-            vec!["body.method", "body.date_shift_days", "body.keep_mapping", "body.policy", "body.shift_dates"],
+            vec![
+                "body.method",
+                "body.date_shift_days",
+                "body.keep_mapping",
+                "body.policy",
+                "body.shift_dates",
+            ],
         ),
         (
             "/pii/deidentify/stream",
@@ -60,14 +98,25 @@ fn cases() -> Vec<(&'static str, Value, Value, Vec<&'static str>)> {
             "/jobs",
             json!({ "documents": [{ "text": "x" }] }),
             json!({ "documents": [{ "id": 3 }, "x"], "webhook": { "url": "http://h", "max_attempts": 11, "backoff_seconds": 61, "extra": 1 } }),
-            vec!["body.documents.0.text", "body.documents.0.id", "body.documents.1", "body.webhook.secret",
-                 "body.webhook.max_attempts", "body.webhook.backoff_seconds", "body.webhook.extra"],
+            vec![
+                "body.documents.0.text",
+                "body.documents.0.id",
+                "body.documents.1",
+                "body.webhook.secret",
+                "body.webhook.max_attempts",
+                "body.webhook.backoff_seconds",
+                "body.webhook.extra",
+            ],
         ),
         (
             "/privacy-gateway/complete",
             json!({ "text": "x" }),
             json!({ "text": "x", "detector_confidence_floor": 2, "disallowed_entity_categories": ["a", 1], "policy": null }),
-            vec!["body.detector_confidence_floor", "body.disallowed_entity_categories.1", "body.policy"],
+            vec![
+                "body.detector_confidence_floor",
+                "body.disallowed_entity_categories.1",
+                "body.policy",
+            ],
         ),
         (
             "/models/unload",
@@ -79,13 +128,21 @@ fn cases() -> Vec<(&'static str, Value, Value, Vec<&'static str>)> {
             "/omop/load",
             json!({ "records_jsonl": "{}" }),
             json!({ "validate_constraints": 1, "vocabulary_version": 5 }),
-            vec!["body.records_jsonl", "body.validate_constraints", "body.vocabulary_version"],
+            vec![
+                "body.records_jsonl",
+                "body.validate_constraints",
+                "body.vocabulary_version",
+            ],
         ),
         (
             "/cohort/resolve",
             json!({ "phenotype": {}, "records_jsonl": "{}" }),
             json!({ "phenotype": [], "records_jsonl": "{}", "concept_ancestors": [{ "ancestor_concept_id": 0, "descendant_concept_id": "1" }] }),
-            vec!["body.phenotype", "body.concept_ancestors.0.ancestor_concept_id", "body.concept_ancestors.0.descendant_concept_id"],
+            vec![
+                "body.phenotype",
+                "body.concept_ancestors.0.ancestor_concept_id",
+                "body.concept_ancestors.0.descendant_concept_id",
+            ],
         ),
         (
             "/fhir/smart-backend/ingestions",
@@ -93,13 +150,26 @@ fn cases() -> Vec<(&'static str, Value, Value, Vec<&'static str>)> {
                     "private_key_pem": "k", "output_dir": "/tmp/o" }),
             json!({ "fhir_base_url": "u", "token_url": "u", "client_id": "c", "private_key_pem": SECRET,
                     "max_inflight_downloads": 0, "poll_interval_seconds": -1, "request_timeout_seconds": 0, "method": "x" }),
-            vec!["body.output_dir", "body.max_inflight_downloads", "body.method", "body.poll_interval_seconds", "body.request_timeout_seconds"],
+            vec![
+                "body.output_dir",
+                "body.max_inflight_downloads",
+                "body.method",
+                "body.poll_interval_seconds",
+                "body.request_timeout_seconds",
+            ],
         ),
         (
             "/v1/decisions",
             json!({ "mode": "fixed_choice", "input_text": "x", "options": ["a", "b"] }),
             json!({ "mode": "guess", "options": "a", "timeout_ms": 0, "schema_version": "1.0", "compatibility_policy": "any" }),
-            vec!["body.mode", "body.input_text", "body.options", "body.timeout_ms", "body.schema_version", "body.compatibility_policy"],
+            vec![
+                "body.mode",
+                "body.input_text",
+                "body.options",
+                "body.timeout_ms",
+                "body.schema_version",
+                "body.compatibility_policy",
+            ],
         ),
         (
             "/v1/decisions/batch",
@@ -121,7 +191,10 @@ async fn every_route_lists_every_violation_with_its_loc() {
         got.sort();
         want.sort();
         assert_eq!(got, want, "{route}");
-        assert!(!body.to_string().contains("Jane"), "{route} echoed caller text: {body}");
+        assert!(
+            !body.to_string().contains("Jane"),
+            "{route} echoed caller text: {body}"
+        );
     }
 }
 
@@ -131,7 +204,9 @@ async fn valid_requests_to_later_capabilities_get_501_after_validation() {
     for (route, good, _, _) in cases() {
         let (status, body) = s.post(route, &good).await;
         match route {
-            "/analyze" | "/pii/extract" | "/models/unload" => assert_eq!(status, 200, "{route}: {body}"),
+            "/analyze" | "/pii/extract" | "/models/unload" => {
+                assert_eq!(status, 200, "{route}: {body}")
+            }
             _ => {
                 assert_eq!(status, 501, "{route}: {body}");
                 assert_eq!(body["error"]["code"], "not_implemented");
@@ -139,7 +214,11 @@ async fn valid_requests_to_later_capabilities_get_501_after_validation() {
             }
         }
     }
-    for path in ["/jobs/abc", "/fhir/smart-backend/ingestions/abc", "/fhir/smart-backend/ingestions/abc/summary"] {
+    for path in [
+        "/jobs/abc",
+        "/fhir/smart-backend/ingestions/abc",
+        "/fhir/smart-backend/ingestions/abc/summary",
+    ] {
         let (status, body) = s.get(path).await;
         assert_eq!(status, 501, "{path}: {body}");
     }
@@ -148,8 +227,21 @@ async fn valid_requests_to_later_capabilities_get_501_after_validation() {
 #[tokio::test]
 async fn violation_types_follow_the_interface() {
     let s = common::server();
-    let (_, body) = s.post("/analyze", &json!({ "aggregation_strategy": "none", "confidence_threshold": 2, "x": 1 })).await;
-    assert_eq!(types(&body), vec!["missing", "literal_error", "less_than_equal", "extra_forbidden"]);
+    let (_, body) = s
+        .post(
+            "/analyze",
+            &json!({ "aggregation_strategy": "none", "confidence_threshold": 2, "x": 1 }),
+        )
+        .await;
+    assert_eq!(
+        types(&body),
+        vec![
+            "missing",
+            "literal_error",
+            "less_than_equal",
+            "extra_forbidden"
+        ]
+    );
     assert_eq!(body["detail"][2]["ctx"]["le"], 1.0);
     let (_, body) = s.post("/pii/extract", &json!({ "text": "" })).await;
     assert_eq!(types(&body), vec!["string_too_short"]);
@@ -162,12 +254,26 @@ async fn violation_types_follow_the_interface() {
 #[tokio::test]
 async fn keep_alive_accepts_every_documented_form() {
     let s = common::server();
-    for ka in [json!(30), json!(1.5), json!("30"), json!("500ms"), json!("5m"), json!("1h30m"), json!(-1), json!("forever"), json!(null)] {
-        let (status, body) = s.post("/pii/extract", &json!({ "text": "x", "keep_alive": ka })).await;
+    for ka in [
+        json!(30),
+        json!(1.5),
+        json!("30"),
+        json!("500ms"),
+        json!("5m"),
+        json!("1h30m"),
+        json!(-1),
+        json!("forever"),
+        json!(null),
+    ] {
+        let (status, body) = s
+            .post("/pii/extract", &json!({ "text": "x", "keep_alive": ka }))
+            .await;
         assert_eq!(status, 200, "{ka}: {body}");
     }
     for ka in [json!(-2), json!("soon"), json!(true), json!([1]), json!({})] {
-        let (status, body) = s.post("/pii/extract", &json!({ "text": "x", "keep_alive": ka })).await;
+        let (status, body) = s
+            .post("/pii/extract", &json!({ "text": "x", "keep_alive": ka }))
+            .await;
         assert_eq!(status, 422, "{ka}: {body}");
         assert_eq!(locs(&body), vec!["body.keep_alive"]);
     }
@@ -177,13 +283,25 @@ async fn keep_alive_accepts_every_documented_form() {
 async fn malformed_json_wrong_content_type_and_empty_body() {
     let s = common::server();
     let c = common::client();
-    let r = c.post(s.url("/pii/extract")).header("content-type", "application/json").body(format!("{{\"text\": \"{SECRET}\"")).send().await.unwrap();
+    let r = c
+        .post(s.url("/pii/extract"))
+        .header("content-type", "application/json")
+        .body(format!("{{\"text\": \"{SECRET}\""))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 422);
     let body: Value = r.json().await.unwrap();
     assert_eq!(types(&body), vec!["json_invalid"]);
     assert!(!body.to_string().contains("Jane"));
 
-    let r = c.post(s.url("/pii/extract")).header("content-type", "text/plain").body("{\"text\":\"x\"}").send().await.unwrap();
+    let r = c
+        .post(s.url("/pii/extract"))
+        .header("content-type", "text/plain")
+        .body("{\"text\":\"x\"}")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 415);
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], "unsupported_media_type");
@@ -191,12 +309,27 @@ async fn malformed_json_wrong_content_type_and_empty_body() {
     let r = c.post(s.url("/pii/extract")).send().await.unwrap();
     assert_eq!(r.status(), 415);
 
-    let r = c.post(s.url("/models/unload")).header("content-type", "application/json").send().await.unwrap();
+    let r = c
+        .post(s.url("/models/unload"))
+        .header("content-type", "application/json")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 422, "the unload body is required");
     let (status, body) = s.post("/models/unload", &json!({})).await;
-    assert_eq!((status, locs(&body)), (422, vec!["body".to_string()]), "one of all, model_name");
+    assert_eq!(
+        (status, locs(&body)),
+        (422, vec!["body".to_string()]),
+        "one of all, model_name"
+    );
 
-    let r = c.post(s.url("/pii/extract")).header("content-type", "application/json; charset=utf-8").body("{\"text\":\"x\"}").send().await.unwrap();
+    let r = c
+        .post(s.url("/pii/extract"))
+        .header("content-type", "application/json; charset=utf-8")
+        .body("{\"text\":\"x\"}")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
 }
 
@@ -204,7 +337,12 @@ async fn malformed_json_wrong_content_type_and_empty_body() {
 async fn unknown_routes_and_methods_use_the_envelope_and_echo_request_ids() {
     let s = common::server();
     let c = common::client();
-    let r = c.get(s.url("/nope")).header("x-request-id", "abc-123").send().await.unwrap();
+    let r = c
+        .get(s.url("/nope"))
+        .header("x-request-id", "abc-123")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 404);
     assert_eq!(r.headers()["x-request-id"], "abc-123");
     let body: Value = r.json().await.unwrap();

@@ -23,14 +23,27 @@ pub struct Valid<T> {
 }
 
 fn is_json(content_type: &str) -> bool {
-    let mime = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let mime = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
 }
 
 /// Reads, parses and validates the body against `schema`.
-pub async fn read_json(req: Request, state: &AppState, schema: &'static Schema) -> Result<Value, ApiError> {
+pub async fn read_json(
+    req: Request,
+    state: &AppState,
+    schema: &'static Schema,
+) -> Result<Value, ApiError> {
     let limit = state.settings.max_body_bytes;
-    let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     if !is_json(content_type) {
         return Err(ApiError::UnsupportedMediaType);
     }
@@ -46,7 +59,12 @@ pub async fn read_json(req: Request, state: &AppState, schema: &'static Schema) 
         .await
         .map_err(|_| ApiError::PayloadTooLarge { limit })?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::validation_one(&[json!("body")], "missing", "Field required", None));
+        return Err(ApiError::validation_one(
+            &[json!("body")],
+            "missing",
+            "Field required",
+            None,
+        ));
     }
     let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
         let what = match e.classify() {
@@ -57,7 +75,11 @@ pub async fn read_json(req: Request, state: &AppState, schema: &'static Schema) 
         ApiError::validation_one(
             &[json!("body"), json!(e.column())],
             "json_invalid",
-            format!("JSON decode error: {what} at line {} column {}", e.line(), e.column()),
+            format!(
+                "JSON decode error: {what} at line {} column {}",
+                e.line(),
+                e.column()
+            ),
             Some(json!({ "line": e.line(), "column": e.column() })),
         )
     })?;
@@ -76,7 +98,12 @@ fn check_text_lengths(schema: &Schema, value: &Value, max_chars: usize) -> Resul
         if let Some(s) = value.get(name).and_then(Value::as_str) {
             let loc = [json!("body"), json!(name)];
             if s.is_empty() {
-                out.push(super::validate::Violation::new(&loc, "string_too_short", "String should have at least 1 character", Some(json!({ "min_length": 1 }))));
+                out.push(super::validate::Violation::new(
+                    &loc,
+                    "string_too_short",
+                    "String should have at least 1 character",
+                    Some(json!({ "min_length": 1 })),
+                ));
             } else if s.len() > max_chars && s.chars().count() > max_chars {
                 out.push(super::validate::Violation::new(
                     &loc,
@@ -87,7 +114,11 @@ fn check_text_lengths(schema: &Schema, value: &Value, max_chars: usize) -> Resul
             }
         }
     }
-    if out.is_empty() { Ok(()) } else { Err(ApiError::Validation(out)) }
+    if out.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Validation(out))
+    }
 }
 
 impl<T: Validated> FromRequest<AppState> for Valid<T> {
@@ -96,7 +127,12 @@ impl<T: Validated> FromRequest<AppState> for Valid<T> {
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
         let raw = read_json(req, state, T::SCHEMA).await?;
         let body = serde_json::from_value(raw.clone()).map_err(|_| {
-            ApiError::validation_one(&[json!("body")], "value_error", "Value error, the request does not match its schema", None)
+            ApiError::validation_one(
+                &[json!("body")],
+                "value_error",
+                "Value error, the request does not match its schema",
+                None,
+            )
         })?;
         Ok(Self { body, raw })
     }

@@ -84,18 +84,25 @@ pub fn entities(spans: &Spans) -> Vec<Entity> {
 
 /// The keep-alive a request asked for (`null`/absent: the server default).
 pub fn keep_alive_of(raw: &Value) -> Option<KeepAlive> {
-    raw.get("keep_alive").filter(|v| !v.is_null()).and_then(|v| KeepAlive::from_json(v).ok())
+    raw.get("keep_alive")
+        .filter(|v| !v.is_null())
+        .and_then(|v| KeepAlive::from_json(v).ok())
 }
 
 fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-pub async fn analyze(State(state): State<AppState>, req: Valid<AnalyzeRequest>) -> Result<Json<Value>, ApiError> {
+pub async fn analyze(
+    State(state): State<AppState>,
+    req: Valid<AnalyzeRequest>,
+) -> Result<Json<Value>, ApiError> {
     let started = Instant::now();
     let keep_alive = keep_alive_of(&req.raw);
     let r = req.body;
-    let model_name = r.model_name.unwrap_or_else(|| state.settings.analyze_model.clone());
+    let model_name = r
+        .model_name
+        .unwrap_or_else(|| state.settings.analyze_model.clone());
     let opts = RunOptions {
         aggregation: r.aggregation_strategy.unwrap_or(Aggregation::Simple),
         confidence_threshold: r.confidence_threshold.unwrap_or(0.0) as f32,
@@ -114,9 +121,14 @@ pub async fn analyze(State(state): State<AppState>, req: Valid<AnalyzeRequest>) 
         }));
     }
     let model = state.registry.acquire(&model_name, keep_alive).await?;
-    let pipeline = state.pipelines.get("analyze").ok_or_else(|| ApiError::Internal("analyze pipeline missing".into()))?;
+    let pipeline = state
+        .pipelines
+        .get("analyze")
+        .ok_or_else(|| ApiError::Internal("analyze pipeline missing".into()))?;
     let opts = Arc::new(opts);
-    let spans = pipeline.run(model.arc(), Arc::from(r.text), opts.clone()).await?;
+    let spans = pipeline
+        .run(model.arc(), Arc::from(r.text), opts.clone())
+        .await?;
     drop(model);
     Ok(Json(json!({
         "model_name": model_name,
@@ -143,13 +155,20 @@ pub async fn analyze(State(state): State<AppState>, req: Valid<AnalyzeRequest>) 
 /// Languages for which accents are stripped when `normalize_accents` is null.
 const AUTO_ACCENT_LANGS: &[&str] = &["es"];
 
-pub async fn pii_extract(State(state): State<AppState>, req: Valid<PiiExtractRequest>) -> Result<Json<Value>, ApiError> {
+pub async fn pii_extract(
+    State(state): State<AppState>,
+    req: Valid<PiiExtractRequest>,
+) -> Result<Json<Value>, ApiError> {
     let started = Instant::now();
     let keep_alive = keep_alive_of(&req.raw);
     let r = req.body;
     let lang = r.lang.unwrap_or_else(|| "en".into());
-    let model_name = r.model_name.unwrap_or_else(|| state.settings.pii_model.clone());
-    let normalize_accents = r.normalize_accents.unwrap_or(AUTO_ACCENT_LANGS.contains(&lang.as_str()));
+    let model_name = r
+        .model_name
+        .unwrap_or_else(|| state.settings.pii_model.clone());
+    let normalize_accents = r
+        .normalize_accents
+        .unwrap_or(AUTO_ACCENT_LANGS.contains(&lang.as_str()));
     let opts = Arc::new(RunOptions {
         aggregation: Aggregation::Max,
         confidence_threshold: r.confidence_threshold.unwrap_or(0.5) as f32,
@@ -176,9 +195,13 @@ pub async fn pii_extract(State(state): State<AppState>, req: Valid<PiiExtractReq
         })),
         _ => {}
     }
-    let pipeline =
-        state.pipelines.get("pii_extract").ok_or_else(|| ApiError::Internal("pii_extract pipeline missing".into()))?;
-    let spans = pipeline.run(model.arc(), Arc::from(r.text), opts.clone()).await?;
+    let pipeline = state
+        .pipelines
+        .get("pii_extract")
+        .ok_or_else(|| ApiError::Internal("pii_extract pipeline missing".into()))?;
+    let spans = pipeline
+        .run(model.arc(), Arc::from(r.text), opts.clone())
+        .await?;
     drop(model);
     Ok(Json(json!({
         "model_name": model_name,

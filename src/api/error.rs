@@ -20,18 +20,38 @@ tokio::task_local! {
 pub enum ApiError {
     Validation(Vec<Violation>),
     UnsupportedMediaType,
-    PayloadTooLarge { limit: usize },
-    ModelNotFound { requested: String, installed: Vec<String> },
-    NotFound { code: &'static str, message: &'static str },
+    PayloadTooLarge {
+        limit: usize,
+    },
+    ModelNotFound {
+        requested: String,
+        installed: Vec<String>,
+    },
+    NotFound {
+        code: &'static str,
+        message: &'static str,
+    },
     MethodNotAllowed,
-    NotImplemented { route: &'static str, issue: u32 },
-    Busy { code: &'static str, message: &'static str, retry_after_secs: u64 },
+    NotImplemented {
+        route: &'static str,
+        issue: u32,
+    },
+    Busy {
+        code: &'static str,
+        message: &'static str,
+        retry_after_secs: u64,
+    },
     NotReady(Vec<String>),
     Internal(String),
 }
 
 impl ApiError {
-    pub fn validation_one(loc: &[Value], kind: &'static str, msg: impl Into<String>, ctx: Option<Value>) -> Self {
+    pub fn validation_one(
+        loc: &[Value],
+        kind: &'static str,
+        msg: impl Into<String>,
+        ctx: Option<Value>,
+    ) -> Self {
         Self::Validation(vec![Violation::new(loc, kind, msg, ctx)])
     }
 }
@@ -39,7 +59,13 @@ impl ApiError {
 impl From<InferenceError> for ApiError {
     fn from(e: InferenceError) -> Self {
         match e {
-            InferenceError::ModelNotFound { requested, installed } => Self::ModelNotFound { requested, installed },
+            InferenceError::ModelNotFound {
+                requested,
+                installed,
+            } => Self::ModelNotFound {
+                requested,
+                installed,
+            },
             InferenceError::InvalidModelName => Self::validation_one(
                 &[json!("body"), json!("model_name")],
                 "string_pattern_mismatch",
@@ -89,9 +115,11 @@ fn envelope(status: StatusCode, code: &str, message: &str, details: Value) -> Re
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         match self {
-            Self::Validation(detail) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(json!({ "detail": detail }))).into_response()
-            }
+            Self::Validation(detail) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                axum::Json(json!({ "detail": detail })),
+            )
+                .into_response(),
             Self::UnsupportedMediaType => envelope(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "unsupported_media_type",
@@ -104,25 +132,43 @@ impl IntoResponse for ApiError {
                 "Request body exceeds the maximum size",
                 json!({ "max_body_bytes": limit }),
             ),
-            Self::ModelNotFound { requested, installed } => envelope(
+            Self::ModelNotFound {
+                requested,
+                installed,
+            } => envelope(
                 StatusCode::NOT_FOUND,
                 "model_not_found",
                 "The requested model is not installed",
                 json!({ "model_name": requested, "installed": installed }),
             ),
-            Self::NotFound { code, message } => envelope(StatusCode::NOT_FOUND, code, message, Value::Null),
-            Self::MethodNotAllowed => {
-                envelope(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "Method not allowed on this route", Value::Null)
+            Self::NotFound { code, message } => {
+                envelope(StatusCode::NOT_FOUND, code, message, Value::Null)
             }
+            Self::MethodNotAllowed => envelope(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "Method not allowed on this route",
+                Value::Null,
+            ),
             Self::NotImplemented { route, issue } => envelope(
                 StatusCode::NOT_IMPLEMENTED,
                 "not_implemented",
                 "This capability is not implemented yet; the request was valid",
                 json!({ "route": route, "tracking_issue": issue }),
             ),
-            Self::Busy { code, message, retry_after_secs } => {
-                let mut r = envelope(StatusCode::SERVICE_UNAVAILABLE, code, message, json!({ "retry_after_seconds": retry_after_secs }));
-                r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+            Self::Busy {
+                code,
+                message,
+                retry_after_secs,
+            } => {
+                let mut r = envelope(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    code,
+                    message,
+                    json!({ "retry_after_seconds": retry_after_secs }),
+                );
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
                 r
             }
             Self::NotReady(reasons) => envelope(
@@ -134,7 +180,12 @@ impl IntoResponse for ApiError {
             Self::Internal(detail) => {
                 // The detail stays in the log (it never holds caller text); the body says nothing.
                 tracing::error!(error = %detail, "internal error");
-                envelope(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "Internal server error", Value::Null)
+                envelope(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal_error",
+                    "Internal server error",
+                    Value::Null,
+                )
             }
         }
     }

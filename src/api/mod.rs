@@ -23,7 +23,9 @@ pub use error::ApiError;
 pub use state::{AppState, Readiness};
 
 use crate::config::Settings;
-use crate::inference::{KeepAlive, ModelRegistry, OrtRuntime, RegistryLimits, SessionOptions, spawn_reaper};
+use crate::inference::{
+    KeepAlive, ModelRegistry, OrtRuntime, RegistryLimits, SessionOptions, spawn_reaper,
+};
 use crate::pipeline::Pipelines;
 
 /// The pipelines the routes need.
@@ -44,9 +46,18 @@ pub fn router(state: AppState) -> Router {
         .route("/privacy-gateway/complete", post(pending::privacy_gateway))
         .route("/omop/load", post(pending::omop_load))
         .route("/cohort/resolve", post(pending::cohort_resolve))
-        .route("/fhir/smart-backend/ingestions", post(pending::smart_ingestion))
-        .route("/fhir/smart-backend/ingestions/{job_id}", get(pending::ingestion_get))
-        .route("/fhir/smart-backend/ingestions/{job_id}/summary", get(pending::ingestion_summary))
+        .route(
+            "/fhir/smart-backend/ingestions",
+            post(pending::smart_ingestion),
+        )
+        .route(
+            "/fhir/smart-backend/ingestions/{job_id}",
+            get(pending::ingestion_get),
+        )
+        .route(
+            "/fhir/smart-backend/ingestions/{job_id}/summary",
+            get(pending::ingestion_summary),
+        )
         .route("/models/loaded", get(ops::models_loaded))
         .route("/models/unload", post(ops::models_unload))
         .route("/v1/decisions", post(pending::decisions))
@@ -54,7 +65,12 @@ pub fn router(state: AppState) -> Router {
         .route("/health", get(ops::health))
         .route("/livez", get(ops::livez))
         .route("/readyz", get(ops::readyz))
-        .fallback(|| async { ApiError::NotFound { code: "route_not_found", message: "No such route" } })
+        .fallback(|| async {
+            ApiError::NotFound {
+                code: "route_not_found",
+                message: "No such route",
+            }
+        })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(middleware::from_fn(request_id))
         .with_state(state)
@@ -94,7 +110,11 @@ pub fn build_state(settings: Settings) -> Result<AppState, StartError> {
         .map_err(|why| StartError::Settings(format!("SERVICE_KEEP_ALIVE: {why}")))?;
     let runtime = OrtRuntime::init(
         &settings.ort_library_path(),
-        SessionOptions { device: settings.device, cuda_device_id: settings.cuda_device_id, threads: settings.ort_threads },
+        SessionOptions {
+            device: settings.device,
+            cuda_device_id: settings.cuda_device_id,
+            threads: settings.ort_threads,
+        },
     )?;
     let pipelines = Pipelines::load(&settings.pipelines_dir, REQUIRED_PIPELINES)?;
     let registry = ModelRegistry::new(
@@ -105,6 +125,7 @@ pub fn build_state(settings: Settings) -> Result<AppState, StartError> {
             max_resident: settings.max_resident_models,
             memory_budget: settings.model_memory_budget_bytes,
             batch_token_budget: settings.batch_token_budget,
+            batch_max_padding: settings.batch_max_padding,
             queue_capacity: settings.queue_capacity,
         },
     );
@@ -121,7 +142,13 @@ pub fn build_state(settings: Settings) -> Result<AppState, StartError> {
 
 fn spawn_preload(state: AppState) {
     let models = state.settings.preload();
-    state.readiness.set(false, models.iter().map(|m| format!("loading model {m}")).collect());
+    state.readiness.set(
+        false,
+        models
+            .iter()
+            .map(|m| format!("loading model {m}"))
+            .collect(),
+    );
     tokio::spawn(async move {
         let mut failures = Vec::new();
         for id in &models {
@@ -148,5 +175,7 @@ pub async fn serve(
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
 }

@@ -22,7 +22,11 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     if ready {
         Json(json!({ "status": "ready" })).into_response()
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "status": "not_ready", "reasons": reasons }))).into_response()
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({ "status": "not_ready", "reasons": reasons })),
+        )
+            .into_response()
     }
 }
 
@@ -54,15 +58,29 @@ impl Validated for ModelUnloadRequest {
 }
 
 /// Unloads one model by name, or every idle one with `all`. A model in use stays loaded.
-pub async fn models_unload(State(state): State<AppState>, req: Valid<ModelUnloadRequest>) -> Result<Json<Value>, ApiError> {
+pub async fn models_unload(
+    State(state): State<AppState>,
+    req: Valid<ModelUnloadRequest>,
+) -> Result<Json<Value>, ApiError> {
     let r = req.body;
     if r.all == Some(true) {
         let results = state.registry.unload_all();
-        let unloaded: Vec<&str> = results.iter().filter(|o| o.unloaded).map(|o| o.model_name.as_str()).collect();
-        return Ok(Json(json!({ "all": true, "unloaded": unloaded, "results": results })));
+        let unloaded: Vec<&str> = results
+            .iter()
+            .filter(|o| o.unloaded)
+            .map(|o| o.model_name.as_str())
+            .collect();
+        return Ok(Json(
+            json!({ "all": true, "unloaded": unloaded, "results": results }),
+        ));
     }
     let Some(name) = r.model_name.filter(|n| !n.trim().is_empty()) else {
-        return Err(ApiError::validation_one(&[json!("body")], "value_error", "Value error, one of all, model_name must be given", None));
+        return Err(ApiError::validation_one(
+            &[json!("body")],
+            "value_error",
+            "Value error, one of all, model_name must be given",
+            None,
+        ));
     };
     if !state.registry.is_resident(&name) {
         // Distinguish "installed but idle-unloaded" from "no such model".

@@ -9,7 +9,13 @@ use super::schemas;
 use super::state::AppState;
 use super::validate::Schema;
 
-async fn validate_then_501(req: Request, state: &AppState, schema: &'static Schema, route: &'static str, issue: u32) -> ApiError {
+async fn validate_then_501(
+    req: Request,
+    state: &AppState,
+    schema: &'static Schema,
+    route: &'static str,
+    issue: u32,
+) -> ApiError {
     match read_json(req, state, schema).await {
         Ok(_) => ApiError::NotImplemented { route, issue },
         Err(e) => e,
@@ -24,25 +30,69 @@ macro_rules! pending_post {
     };
 }
 
-pending_post!(extract_stream, schemas::PII_EXTRACT_STREAM, "POST /pii/extract/stream", 4);
-pending_post!(deidentify, schemas::PII_DEIDENTIFY, "POST /pii/deidentify", 3);
-pending_post!(deidentify_stream, schemas::PII_DEIDENTIFY_STREAM, "POST /pii/deidentify/stream", 4);
+pending_post!(
+    extract_stream,
+    schemas::PII_EXTRACT_STREAM,
+    "POST /pii/extract/stream",
+    4
+);
+pending_post!(
+    deidentify,
+    schemas::PII_DEIDENTIFY,
+    "POST /pii/deidentify",
+    3
+);
+pending_post!(
+    deidentify_stream,
+    schemas::PII_DEIDENTIFY_STREAM,
+    "POST /pii/deidentify/stream",
+    4
+);
 pending_post!(jobs_create, schemas::DEIDENTIFY_JOB, "POST /jobs", 4);
-pending_post!(privacy_gateway, schemas::PRIVACY_GATEWAY, "POST /privacy-gateway/complete", 7);
+pending_post!(
+    privacy_gateway,
+    schemas::PRIVACY_GATEWAY,
+    "POST /privacy-gateway/complete",
+    7
+);
 pending_post!(omop_load, schemas::OMOP_LOAD, "POST /omop/load", 6);
-pending_post!(cohort_resolve, schemas::COHORT_RESOLVE, "POST /cohort/resolve", 6);
-pending_post!(smart_ingestion, schemas::SMART_INGESTION, "POST /fhir/smart-backend/ingestions", 6);
+pending_post!(
+    cohort_resolve,
+    schemas::COHORT_RESOLVE,
+    "POST /cohort/resolve",
+    6
+);
+pending_post!(
+    smart_ingestion,
+    schemas::SMART_INGESTION,
+    "POST /fhir/smart-backend/ingestions",
+    6
+);
 pending_post!(decisions, schemas::DECISION, "POST /v1/decisions", 7);
-pending_post!(decisions_batch, schemas::DECISION_BATCH, "POST /v1/decisions/batch", 7);
+pending_post!(
+    decisions_batch,
+    schemas::DECISION_BATCH,
+    "POST /v1/decisions/batch",
+    7
+);
 
 pub async fn job_get(Path(_job_id): Path<String>) -> ApiError {
-    ApiError::NotImplemented { route: "GET /jobs/{job_id}", issue: 4 }
+    ApiError::NotImplemented {
+        route: "GET /jobs/{job_id}",
+        issue: 4,
+    }
 }
 
 pub async fn ingestion_get(Path(_job_id): Path<String>) -> ApiError {
-    ApiError::NotImplemented { route: "GET /fhir/smart-backend/ingestions/{job_id}", issue: 6 }
+    ApiError::NotImplemented {
+        route: "GET /fhir/smart-backend/ingestions/{job_id}",
+        issue: 6,
+    }
 }
 
 pub async fn ingestion_summary(Path(_job_id): Path<String>) -> ApiError {
-    ApiError::NotImplemented { route: "GET /fhir/smart-backend/ingestions/{job_id}/summary", issue: 6 }
+    ApiError::NotImplemented {
+        route: "GET /fhir/smart-backend/ingestions/{job_id}/summary",
+        issue: 6,
+    }
 }

@@ -4,13 +4,19 @@ use super::validate::{Bound, Field, Schema, Ty};
 
 /// The interface's `lang` enumeration.
 pub const LANGS: &[&str] = &[
-    "am", "as", "bn", "en", "fr", "de", "it", "es", "nl", "hi", "gu", "kn", "ml", "mr", "ne", "or", "pa", "ta", "te",
-    "ur", "pt", "ar", "he", "ja", "tr", "id", "th", "ko", "ro", "ru", "sv", "da", "no", "sw", "zu", "xh", "zh", "uk",
-    "cs", "el", "vi",
+    "am", "as", "bn", "en", "fr", "de", "it", "es", "nl", "hi", "gu", "kn", "ml", "mr", "ne", "or",
+    "pa", "ta", "te", "ur", "pt", "ar", "he", "ja", "tr", "id", "th", "ko", "ro", "ru", "sv", "da",
+    "no", "sw", "zu", "xh", "zh", "uk", "cs", "el", "vi",
 ];
 pub const METHODS: &[&str] = &["mask", "remove", "replace", "hash", "shift_dates"];
 pub const AGGREGATIONS: &[&str] = &["simple", "first", "average", "max"];
-pub const DECISION_MODES: &[&str] = &["fixed_choice", "boolean_choice", "ordered_preference", "multi_label", "scalar_score"];
+pub const DECISION_MODES: &[&str] = &[
+    "fixed_choice",
+    "boolean_choice",
+    "ordered_preference",
+    "multi_label",
+    "scalar_score",
+];
 
 const UNIT: &[Bound] = &[Bound::Ge(0.0), Bound::Le(1.0)];
 
@@ -53,7 +59,11 @@ const EXTRACT_FIELDS: [Field; 7] = {
     [Field::req("text", Ty::Str), a, b, c, d, e, f]
 };
 
-pub static PII_EXTRACT: Schema = Schema { name: "PIIExtractRequest", fields: &EXTRACT_FIELDS, one_of: &[] };
+pub static PII_EXTRACT: Schema = Schema {
+    name: "PIIExtractRequest",
+    fields: &EXTRACT_FIELDS,
+    one_of: &[],
+};
 
 pub static PII_EXTRACT_STREAM: Schema = Schema {
     name: "PIIExtractStreamRequest",
@@ -101,7 +111,22 @@ pub static PII_DEIDENTIFY: Schema = Schema {
     name: "PIIDeidentifyRequest",
     fields: &{
         let [a, b, c, d, e, f, g, h, i, j, k, l, m] = DEID_OPTIONS;
-        [Field::req("text", Ty::Str), a, b, c, d, e, f, g, h, i, j, k, l, m]
+        [
+            Field::req("text", Ty::Str),
+            a,
+            b,
+            c,
+            d,
+            e,
+            f,
+            g,
+            h,
+            i,
+            j,
+            k,
+            l,
+            m,
+        ]
     },
     one_of: &[],
 };
@@ -133,7 +158,10 @@ pub static PII_DEIDENTIFY_STREAM: Schema = Schema {
 
 static JOB_DOCUMENT: Schema = Schema {
     name: "DeidentifyJobDocument",
-    fields: &[Field::req("text", Ty::Str), Field::opt("id", Ty::Str).nullable()],
+    fields: &[
+        Field::req("text", Ty::Str),
+        Field::opt("id", Ty::Str).nullable(),
+    ],
     one_of: &[],
 };
 
@@ -195,7 +223,10 @@ pub static PRIVACY_GATEWAY: Schema = Schema {
 
 pub static MODEL_UNLOAD: Schema = Schema {
     name: "ModelUnloadRequest",
-    fields: &[Field::opt("all", Ty::Bool), Field::opt("model_name", Ty::Str).nullable()],
+    fields: &[
+        Field::opt("all", Ty::Bool),
+        Field::opt("model_name", Ty::Str).nullable(),
+    ],
     one_of: &["all", "model_name"],
 };
 
@@ -223,7 +254,10 @@ pub static COHORT_RESOLVE: Schema = Schema {
     fields: &[
         Field::req("phenotype", Ty::AnyObject),
         Field::req("records_jsonl", Ty::Str),
-        Field::opt("concept_ancestors", Ty::Array(&Ty::Object(&CONCEPT_ANCESTOR))),
+        Field::opt(
+            "concept_ancestors",
+            Ty::Array(&Ty::Object(&CONCEPT_ANCESTOR)),
+        ),
     ],
     one_of: &[],
 };

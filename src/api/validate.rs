@@ -18,8 +18,18 @@ pub struct Violation {
 }
 
 impl Violation {
-    pub fn new(loc: &[Value], kind: &'static str, msg: impl Into<String>, ctx: Option<Value>) -> Self {
-        Self { loc: loc.to_vec(), msg: msg.into(), kind, ctx }
+    pub fn new(
+        loc: &[Value],
+        kind: &'static str,
+        msg: impl Into<String>,
+        ctx: Option<Value>,
+    ) -> Self {
+        Self {
+            loc: loc.to_vec(),
+            msg: msg.into(),
+            kind,
+            ctx,
+        }
     }
 }
 
@@ -64,19 +74,37 @@ pub struct Field {
 
 impl Field {
     pub const fn opt(name: &'static str, ty: Ty) -> Self {
-        Self { name, ty, required: false, nullable: false, bounds: &[], min_items: None, max_items: None }
+        Self {
+            name,
+            ty,
+            required: false,
+            nullable: false,
+            bounds: &[],
+            min_items: None,
+            max_items: None,
+        }
     }
     pub const fn req(name: &'static str, ty: Ty) -> Self {
-        Self { required: true, ..Self::opt(name, ty) }
+        Self {
+            required: true,
+            ..Self::opt(name, ty)
+        }
     }
     pub const fn nullable(self) -> Self {
-        Self { nullable: true, ..self }
+        Self {
+            nullable: true,
+            ..self
+        }
     }
     pub const fn bounded(self, bounds: &'static [Bound]) -> Self {
         Self { bounds, ..self }
     }
     pub const fn items(self, min: Option<usize>, max: Option<usize>) -> Self {
-        Self { min_items: min, max_items: max, ..self }
+        Self {
+            min_items: min,
+            max_items: max,
+            ..self
+        }
     }
 }
 
@@ -98,14 +126,21 @@ pub fn validate_body(schema: &Schema, body: &Value) -> Result<(), Vec<Violation>
 
 fn validate_object(schema: &Schema, value: &Value, loc: &[Value], out: &mut Vec<Violation>) {
     let Some(obj) = value.as_object() else {
-        out.push(Violation::new(loc, "model_attributes_type", "Input should be a valid dictionary or object", None));
+        out.push(Violation::new(
+            loc,
+            "model_attributes_type",
+            "Input should be a valid dictionary or object",
+            None,
+        ));
         return;
     };
     for field in schema.fields {
         let mut floc = loc.to_vec();
         floc.push(json!(field.name));
         match obj.get(field.name) {
-            None if field.required => out.push(Violation::new(&floc, "missing", "Field required", None)),
+            None if field.required => {
+                out.push(Violation::new(&floc, "missing", "Field required", None))
+            }
             None => {}
             // `keep_alive: null` is the interface's "server default".
             Some(Value::Null) if field.nullable || matches!(field.ty, Ty::KeepAlive) => {}
@@ -117,14 +152,22 @@ fn validate_object(schema: &Schema, value: &Value, loc: &[Value], out: &mut Vec<
         if !schema.fields.iter().any(|f| f.name == key) {
             let mut floc = loc.to_vec();
             floc.push(json!(key));
-            out.push(Violation::new(&floc, "extra_forbidden", "Extra inputs are not permitted", None));
+            out.push(Violation::new(
+                &floc,
+                "extra_forbidden",
+                "Extra inputs are not permitted",
+                None,
+            ));
         }
     }
     if !schema.one_of.is_empty() && !schema.one_of.iter().any(|k| is_given(obj, k)) {
         out.push(Violation::new(
             loc,
             "value_error",
-            format!("Value error, one of {} must be given", schema.one_of.join(", ")),
+            format!(
+                "Value error, one of {} must be given",
+                schema.one_of.join(", ")
+            ),
             Some(json!({ "fields": schema.one_of })),
         ));
     }
@@ -144,9 +187,18 @@ fn type_violation(ty: &Ty, loc: &[Value]) -> Violation {
         Ty::Bool => ("bool_type", "Input should be a valid boolean".to_string()),
         Ty::Int => ("int_type", "Input should be a valid integer".to_string()),
         Ty::Num => ("float_type", "Input should be a valid number".to_string()),
-        Ty::Enum(allowed) => ("literal_error", format!("Input should be {}", quoted_list(allowed))),
-        Ty::KeepAlive => ("keep_alive_type", "Input should be a number, a duration string or null".to_string()),
-        Ty::Object(_) | Ty::AnyObject => ("model_type", "Input should be a valid dictionary or object".to_string()),
+        Ty::Enum(allowed) => (
+            "literal_error",
+            format!("Input should be {}", quoted_list(allowed)),
+        ),
+        Ty::KeepAlive => (
+            "keep_alive_type",
+            "Input should be a number, a duration string or null".to_string(),
+        ),
+        Ty::Object(_) | Ty::AnyObject => (
+            "model_type",
+            "Input should be a valid dictionary or object".to_string(),
+        ),
         Ty::Array(_) => ("list_type", "Input should be a valid list".to_string()),
     };
     let ctx = match ty {
@@ -187,13 +239,23 @@ fn validate_value(field: &Field, v: &Value, loc: &[Value], out: &mut Vec<Violati
         }
         (Ty::KeepAlive, Value::Number(_) | Value::String(_)) => {
             if let Err(why) = KeepAlive::from_json(v) {
-                out.push(Violation::new(loc, "value_error", format!("Value error, {why}"), None));
+                out.push(Violation::new(
+                    loc,
+                    "value_error",
+                    format!("Value error, {why}"),
+                    None,
+                ));
             }
             None
         }
         (Ty::Semver, Value::String(s)) => {
             if !is_semver(s) {
-                out.push(Violation::new(loc, "string_pattern_mismatch", "Input should be a semantic version MAJOR.MINOR.PATCH", None));
+                out.push(Violation::new(
+                    loc,
+                    "string_pattern_mismatch",
+                    "Input should be a semantic version MAJOR.MINOR.PATCH",
+                    None,
+                ));
             }
             None
         }
@@ -207,7 +269,10 @@ fn validate_value(field: &Field, v: &Value, loc: &[Value], out: &mut Vec<Violati
                 out.push(Violation::new(
                     loc,
                     "too_short",
-                    format!("List should have at least {min} item{}", if min == 1 { "" } else { "s" }),
+                    format!(
+                        "List should have at least {min} item{}",
+                        if min == 1 { "" } else { "s" }
+                    ),
                     Some(json!({ "min_length": min, "actual_length": items.len() })),
                 ));
             }
@@ -239,9 +304,24 @@ fn validate_value(field: &Field, v: &Value, loc: &[Value], out: &mut Vec<Violati
     if let Some(x) = number {
         for b in field.bounds {
             let (ok, kind, msg, ctx) = match *b {
-                Bound::Ge(m) => (x >= m, "greater_than_equal", format!("Input should be greater than or equal to {}", fmt_num(m)), json!({ "ge": m })),
-                Bound::Gt(m) => (x > m, "greater_than", format!("Input should be greater than {}", fmt_num(m)), json!({ "gt": m })),
-                Bound::Le(m) => (x <= m, "less_than_equal", format!("Input should be less than or equal to {}", fmt_num(m)), json!({ "le": m })),
+                Bound::Ge(m) => (
+                    x >= m,
+                    "greater_than_equal",
+                    format!("Input should be greater than or equal to {}", fmt_num(m)),
+                    json!({ "ge": m }),
+                ),
+                Bound::Gt(m) => (
+                    x > m,
+                    "greater_than",
+                    format!("Input should be greater than {}", fmt_num(m)),
+                    json!({ "gt": m }),
+                ),
+                Bound::Le(m) => (
+                    x <= m,
+                    "less_than_equal",
+                    format!("Input should be less than or equal to {}", fmt_num(m)),
+                    json!({ "le": m }),
+                ),
             };
             if !ok {
                 out.push(Violation::new(loc, kind, msg, Some(ctx)));
@@ -266,20 +346,33 @@ fn clone_ty(t: &'static Ty) -> Ty {
 }
 
 fn fmt_num(x: f64) -> String {
-    if x.fract() == 0.0 { format!("{}", x as i64) } else { format!("{x}") }
+    if x.fract() == 0.0 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
 }
 
 fn is_semver(s: &str) -> bool {
     let core = s.split(['-', '+']).next().unwrap_or("");
     let parts: Vec<&str> = core.split('.').collect();
-    parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()) && (p.len() == 1 || !p.starts_with('0')))
+    parts.len() == 3
+        && parts.iter().all(|p| {
+            !p.is_empty()
+                && p.chars().all(|c| c.is_ascii_digit())
+                && (p.len() == 1 || !p.starts_with('0'))
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    static INNER: Schema = Schema { name: "Inner", fields: &[Field::req("url", Ty::Str)], one_of: &[] };
+    static INNER: Schema = Schema {
+        name: "Inner",
+        fields: &[Field::req("url", Ty::Str)],
+        one_of: &[],
+    };
     static S: Schema = Schema {
         name: "T",
         fields: &[
@@ -299,7 +392,16 @@ mod tests {
             .err()
             .unwrap_or_default()
             .into_iter()
-            .map(|e| (e.loc.iter().map(|l| l.to_string().trim_matches('"').to_string()).collect::<Vec<_>>().join("."), e.kind))
+            .map(|e| {
+                (
+                    e.loc
+                        .iter()
+                        .map(|l| l.to_string().trim_matches('"').to_string())
+                        .collect::<Vec<_>>()
+                        .join("."),
+                    e.kind,
+                )
+            })
             .collect()
     }
 
@@ -311,7 +413,9 @@ mod tests {
 
     #[test]
     fn lists_every_violation() {
-        let got = locs(json!({"n": 0, "x": "s", "mode": "c", "extra": 1, "hook": {"uri": 1}, "list": [], "keep_alive": "5 parsecs"}));
+        let got = locs(
+            json!({"n": 0, "x": "s", "mode": "c", "extra": 1, "hook": {"uri": 1}, "list": [], "keep_alive": "5 parsecs"}),
+        );
         assert_eq!(
             got,
             vec![
@@ -340,8 +444,14 @@ mod tests {
                 ("body.list.1".into(), "model_type"),
             ]
         );
-        assert_eq!(locs(json!([1])), vec![("body".into(), "model_attributes_type")]);
-        assert_eq!(locs(json!({"text": "a", "n": 2.5})), vec![("body.n".into(), "int_type")]);
+        assert_eq!(
+            locs(json!([1])),
+            vec![("body".into(), "model_attributes_type")]
+        );
+        assert_eq!(
+            locs(json!({"text": "a", "n": 2.5})),
+            vec![("body.n".into(), "int_type")]
+        );
     }
 
     #[test]

@@ -34,7 +34,10 @@ impl KeepAlive {
         if s.is_empty() {
             return Err("keep_alive must not be blank");
         }
-        if matches!(s.as_str(), "forever" | "infinite" | "infinity" | "-1" | "never") {
+        if matches!(
+            s.as_str(),
+            "forever" | "infinite" | "infinity" | "-1" | "never"
+        ) {
             return Ok(Self::Forever);
         }
         if let Ok(secs) = s.parse::<f64>() {
@@ -43,13 +46,19 @@ impl KeepAlive {
         let mut total = 0.0f64;
         let mut rest = s.as_str();
         while !rest.is_empty() {
-            let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+            let num_len = rest
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(rest.len());
             if num_len == 0 {
                 return Err("keep_alive duration must look like 30s, 5m, 1h30m or 500ms");
             }
-            let number: f64 = rest[..num_len].parse().map_err(|_| "keep_alive has an invalid number")?;
+            let number: f64 = rest[..num_len]
+                .parse()
+                .map_err(|_| "keep_alive has an invalid number")?;
             rest = &rest[num_len..];
-            let unit_len = rest.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(rest.len());
+            let unit_len = rest
+                .find(|c: char| !c.is_ascii_alphabetic())
+                .unwrap_or(rest.len());
             let factor = match &rest[..unit_len] {
                 "ms" => 0.001,
                 "s" => 1.0,
@@ -102,18 +111,45 @@ mod tests {
     fn parses_all_forms() {
         assert_eq!(KeepAlive::from_json(&json!(0)), Ok(KeepAlive::UnloadNow));
         assert_eq!(KeepAlive::from_json(&json!(-1)), Ok(KeepAlive::Forever));
-        assert_eq!(KeepAlive::from_json(&json!(1.5)), Ok(KeepAlive::For(Duration::from_millis(1500))));
-        assert_eq!(KeepAlive::from_json(&json!("30")), Ok(KeepAlive::For(Duration::from_secs(30))));
-        assert_eq!(KeepAlive::from_json(&json!("500ms")), Ok(KeepAlive::For(Duration::from_millis(500))));
-        assert_eq!(KeepAlive::from_json(&json!("1h30m")), Ok(KeepAlive::For(Duration::from_secs(5400))));
-        assert_eq!(KeepAlive::from_json(&json!("5M")), Ok(KeepAlive::For(Duration::from_secs(300))));
-        assert_eq!(KeepAlive::from_json(&json!("forever")), Ok(KeepAlive::Forever));
+        assert_eq!(
+            KeepAlive::from_json(&json!(1.5)),
+            Ok(KeepAlive::For(Duration::from_millis(1500)))
+        );
+        assert_eq!(
+            KeepAlive::from_json(&json!("30")),
+            Ok(KeepAlive::For(Duration::from_secs(30)))
+        );
+        assert_eq!(
+            KeepAlive::from_json(&json!("500ms")),
+            Ok(KeepAlive::For(Duration::from_millis(500)))
+        );
+        assert_eq!(
+            KeepAlive::from_json(&json!("1h30m")),
+            Ok(KeepAlive::For(Duration::from_secs(5400)))
+        );
+        assert_eq!(
+            KeepAlive::from_json(&json!("5M")),
+            Ok(KeepAlive::For(Duration::from_secs(300)))
+        );
+        assert_eq!(
+            KeepAlive::from_json(&json!("forever")),
+            Ok(KeepAlive::Forever)
+        );
         assert_eq!(KeepAlive::from_json(&json!("-1")), Ok(KeepAlive::Forever));
     }
 
     #[test]
     fn rejects_bad_values() {
-        for bad in [json!(-2), json!("-5"), json!("5x"), json!("abc"), json!(""), json!(true), json!([1]), json!("m5")] {
+        for bad in [
+            json!(-2),
+            json!("-5"),
+            json!("5x"),
+            json!("abc"),
+            json!(""),
+            json!(true),
+            json!([1]),
+            json!("m5"),
+        ] {
             assert!(KeepAlive::from_json(&bad).is_err(), "{bad}");
         }
     }

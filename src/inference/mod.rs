@@ -10,14 +10,20 @@ mod runtime;
 pub use keep_alive::KeepAlive;
 pub use model::{LabelSet, ModelFiles, ModelInfo, TokenizerHandle, find_onnx_file};
 pub use queue::{BatchQueue, GraphInputs, QueueStats, ScoredWindow, WindowInput};
-pub use registry::{LoadedModel, LoadedModelReport, ModelHandle, ModelRegistry, RegistryLimits, RegistryReport, UnloadOutcome, spawn_reaper};
+pub use registry::{
+    LoadedModel, LoadedModelReport, ModelHandle, ModelRegistry, RegistryLimits, RegistryReport,
+    UnloadOutcome, spawn_reaper,
+};
 pub use runtime::{OrtRuntime, SessionOptions};
 
 /// What can go wrong below the HTTP layer when a model is asked for or run.
 #[derive(Debug, thiserror::Error)]
 pub enum InferenceError {
     #[error("model not installed")]
-    ModelNotFound { requested: String, installed: Vec<String> },
+    ModelNotFound {
+        requested: String,
+        installed: Vec<String>,
+    },
     #[error("invalid model name")]
     InvalidModelName,
     #[error("model files are invalid: {0}")]

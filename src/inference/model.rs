@@ -26,7 +26,13 @@ impl ModelFiles {
             return None;
         }
         let onnx = find_onnx_file(dir)?;
-        Some(Self { id: id.to_string(), dir: dir.to_path_buf(), onnx, tokenizer, config })
+        Some(Self {
+            id: id.to_string(),
+            dir: dir.to_path_buf(),
+            onnx,
+            tokenizer,
+            config,
+        })
     }
 
     /// Bytes on disk of the graph (the basis of the memory estimate).
@@ -51,7 +57,9 @@ pub fn find_onnx_file(dir: &Path) -> Option<PathBuf> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.extension().is_some_and(|e| e == "onnx")
-                && p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("model"))
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("model"))
         })
         .collect();
     found.sort();
@@ -106,17 +114,19 @@ impl ModelInfo {
             .ok_or_else(|| InferenceError::InvalidModel("config.json has no id2label".into()))?;
         let mut pairs: Vec<(usize, String)> = Vec::with_capacity(id2label.len());
         for (k, v) in id2label {
-            let idx: usize = k
-                .parse()
-                .map_err(|_| InferenceError::InvalidModel("id2label keys must be integers".into()))?;
-            let name = v
-                .as_str()
-                .ok_or_else(|| InferenceError::InvalidModel("id2label values must be strings".into()))?;
+            let idx: usize = k.parse().map_err(|_| {
+                InferenceError::InvalidModel("id2label keys must be integers".into())
+            })?;
+            let name = v.as_str().ok_or_else(|| {
+                InferenceError::InvalidModel("id2label values must be strings".into())
+            })?;
             pairs.push((idx, name.to_string()));
         }
         pairs.sort();
         if pairs.iter().enumerate().any(|(i, (idx, _))| i != *idx) {
-            return Err(InferenceError::InvalidModel("id2label indices must be 0..n without gaps".into()));
+            return Err(InferenceError::InvalidModel(
+                "id2label indices must be 0..n without gaps".into(),
+            ));
         }
         let max_positions = config
             .get("max_position_embeddings")
@@ -124,22 +134,32 @@ impl ModelInfo {
             .map(|n| n as usize)
             .unwrap_or(512);
         // RoBERTa-style position ids start after the padding index, so two positions are unusable.
-        let model_type = config.get("model_type").and_then(|v| v.as_str()).unwrap_or("").to_string();
-        let max_positions = if matches!(model_type.as_str(), "roberta" | "xlm-roberta" | "camembert") {
-            max_positions.saturating_sub(2)
-        } else {
-            max_positions
-        };
-        let manifest: Option<serde_json::Value> = std::fs::read_to_string(files.dir.join("phiflow-model.json"))
-            .ok()
-            .and_then(|s| serde_json::from_str(&s).ok());
+        let model_type = config
+            .get("model_type")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string();
+        let max_positions =
+            if matches!(model_type.as_str(), "roberta" | "xlm-roberta" | "camembert") {
+                max_positions.saturating_sub(2)
+            } else {
+                max_positions
+            };
+        let manifest: Option<serde_json::Value> =
+            std::fs::read_to_string(files.dir.join("phiflow-model.json"))
+                .ok()
+                .and_then(|s| serde_json::from_str(&s).ok());
         let languages = manifest
             .as_ref()
             .and_then(|m| m.get("languages"))
             .or_else(|| config.get("languages"))
             .or_else(|| config.get("language"))
             .and_then(string_list);
-        let license = manifest.as_ref().and_then(|m| m.get("license")).and_then(|v| v.as_str()).map(String::from);
+        let license = manifest
+            .as_ref()
+            .and_then(|m| m.get("license"))
+            .and_then(|v| v.as_str())
+            .map(String::from);
         Ok(Self {
             labels: LabelSet::new(pairs.into_iter().map(|(_, n)| n).collect()),
             max_positions: max_positions.clamp(8, 8192),
@@ -153,7 +173,11 @@ impl ModelInfo {
 fn string_list(v: &serde_json::Value) -> Option<Vec<String>> {
     match v {
         serde_json::Value::String(s) => Some(vec![s.clone()]),
-        serde_json::Value::Array(a) => Some(a.iter().filter_map(|x| x.as_str().map(String::from)).collect()),
+        serde_json::Value::Array(a) => Some(
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect(),
+        ),
         _ => None,
     }
 }
@@ -185,11 +209,17 @@ impl TokenizerHandle {
         let (w, wo) = (with.get_ids(), without.get_ids());
         let at = (0..=w.len().saturating_sub(wo.len()))
             .find(|&i| w[i..].starts_with(wo))
-            .ok_or_else(|| InferenceError::InvalidModel("cannot locate special tokens of the tokenizer".into()))?;
+            .ok_or_else(|| {
+                InferenceError::InvalidModel("cannot locate special tokens of the tokenizer".into())
+            })?;
         let pad_id = tokenizer
             .get_padding()
             .map(|p| p.pad_id)
-            .or_else(|| ["[PAD]", "<pad>"].iter().find_map(|t| tokenizer.token_to_id(t)))
+            .or_else(|| {
+                ["[PAD]", "<pad>"]
+                    .iter()
+                    .find_map(|t| tokenizer.token_to_id(t))
+            })
             .unwrap_or(0);
         Ok(Self {
             prefix_ids: w[..at].to_vec(),

@@ -85,13 +85,13 @@ impl GraphInputs {
                     )));
                 }
             }
-            if let ort::value::ValueType::Tensor { ty, .. } = input.dtype() {
-                if *ty != ort::value::TensorElementType::Int64 {
-                    return Err(InferenceError::InvalidModel(format!(
-                        "graph input `{}` must be int64",
-                        input.name()
-                    )));
-                }
+            if let ort::value::ValueType::Tensor { ty, .. } = input.dtype()
+                && *ty != ort::value::TensorElementType::Int64
+            {
+                return Err(InferenceError::InvalidModel(format!(
+                    "graph input `{}` must be int64",
+                    input.name()
+                )));
             }
         }
         let outputs = session.outputs();
@@ -102,12 +102,25 @@ impl GraphInputs {
             .map(|o| o.name().to_string())
             .ok_or_else(|| InferenceError::InvalidModel("graph has no outputs".into()))?;
         Ok(Self {
-            input_ids: input_ids.ok_or_else(|| InferenceError::InvalidModel("graph has no input_ids input".into()))?,
+            input_ids: input_ids.ok_or_else(|| {
+                InferenceError::InvalidModel("graph has no input_ids input".into())
+            })?,
             attention_mask,
             token_type_ids,
             output,
         })
     }
+}
+
+/// How a queue batches and how much it holds.
+#[derive(Clone, Copy, Debug)]
+pub struct QueueConfig {
+    /// Padded tokens per batch.
+    pub token_budget: usize,
+    /// Largest padded/real − 1 a batch may reach.
+    pub max_padding: f64,
+    /// Windows waiting before submissions are refused.
+    pub capacity: usize,
 }
 
 /// The queue in front of one session.
@@ -127,9 +140,13 @@ impl BatchQueue {
         inputs: GraphInputs,
         pad_id: i64,
         num_labels: usize,
-        token_budget: usize,
-        capacity: usize,
+        config: QueueConfig,
     ) -> Result<Self, InferenceError> {
+        let QueueConfig {
+            token_budget,
+            max_padding,
+            capacity,
+        } = config;
         let (tx, rx) = mpsc::channel::<WorkItem>();
         let depth = Arc::new(AtomicUsize::new(0));
         let counters = Arc::new(Counters::default());
@@ -139,11 +156,15 @@ impl BatchQueue {
             pad_id,
             num_labels,
             token_budget: token_budget.max(1),
+            max_padding: max_padding.max(0.0),
             depth: depth.clone(),
             counters: counters.clone(),
         };
         let handle = std::thread::Builder::new()
-            .name(format!("infer-{}", model_id.rsplit('/').next().unwrap_or("model")))
+            .name(format!(
+                "infer-{}",
+                model_id.rsplit('/').next().unwrap_or("model")
+            ))
             .spawn(move || worker.run(rx))
             .map_err(|e| InferenceError::Runtime(format!("cannot start inference thread: {e}")))?;
         Ok(Self {
@@ -162,11 +183,15 @@ impl BatchQueue {
         windows: Vec<WindowInput>,
     ) -> Result<Vec<oneshot::Receiver<Result<ScoredWindow, InferenceError>>>, InferenceError> {
         let n = windows.len();
-        let admitted = self.depth.fetch_update(Ordering::AcqRel, Ordering::Acquire, |d| {
-            (d == 0 || d + n <= self.capacity).then_some(d + n)
-        });
+        let admitted = self
+            .depth
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |d| {
+                (d == 0 || d + n <= self.capacity).then_some(d + n)
+            });
         if admitted.is_err() {
-            return Err(InferenceError::QueueFull { retry_after_secs: 1 });
+            return Err(InferenceError::QueueFull {
+                retry_after_secs: 1,
+            });
         }
         let guard = self.tx.lock().map_err(|_| InferenceError::Unloaded)?;
         let Some(tx) = guard.as_ref() else {
@@ -216,6 +241,8 @@ struct Worker {
     pad_id: i64,
     num_labels: usize,
     token_budget: usize,
+    /// Largest padded/real − 1 a batch may reach (on CPU, padding costs more than batching gains).
+    max_padding: f64,
     depth: Arc<AtomicUsize>,
     counters: Arc<Counters>,
 }
@@ -232,11 +259,17 @@ impl Worker {
             let mut items = std::mem::take(&mut pending).into_iter().peekable();
             while items.peek().is_some() {
                 let mut batch = Vec::new();
+                let mut real = 0usize;
                 while let Some(next) = items.peek() {
                     let len = next.input.ids.len();
-                    if !batch.is_empty() && len * (batch.len() + 1) > self.token_budget {
+                    let padded = len * (batch.len() + 1);
+                    let padding = padded as f64 / (real + len) as f64 - 1.0;
+                    if !batch.is_empty()
+                        && (padded > self.token_budget || padding > self.max_padding)
+                    {
                         break;
                     }
+                    real += len;
                     batch.extend(items.next());
                 }
                 let n = batch.len();
@@ -250,13 +283,15 @@ impl Worker {
         let started = Instant::now();
         let result = self.infer(&batch);
         let c = &self.counters;
-        c.busy_nanos.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        c.busy_nanos
+            .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         c.batches.fetch_add(1, Ordering::Relaxed);
         c.windows.fetch_add(batch.len() as u64, Ordering::Relaxed);
         let max_len = batch.iter().map(|w| w.input.ids.len()).max().unwrap_or(0);
         let real: usize = batch.iter().map(|w| w.input.ids.len()).sum();
         c.tokens.fetch_add(real as u64, Ordering::Relaxed);
-        c.padded_tokens.fetch_add((max_len * batch.len()) as u64, Ordering::Relaxed);
+        c.padded_tokens
+            .fetch_add((max_len * batch.len()) as u64, Ordering::Relaxed);
         match result {
             Ok(windows) => {
                 for (item, scored) in batch.into_iter().zip(windows) {
@@ -282,7 +317,8 @@ impl Worker {
             ids[row * len..row * len + n].copy_from_slice(&item.input.ids);
             mask[row * len..row * len + n].fill(1);
         }
-        let tensor = |data: Vec<i64>| Tensor::from_array(([b, len], data)).map_err(|e| e.to_string());
+        let tensor =
+            |data: Vec<i64>| Tensor::from_array(([b, len], data)).map_err(|e| e.to_string());
         let mut feed: Vec<(String, ort::session::SessionInputValue<'_>)> =
             vec![(self.inputs.input_ids.clone(), tensor(ids)?.into())];
         if let Some(name) = &self.inputs.attention_mask {
@@ -295,10 +331,18 @@ impl Worker {
         let logits = outputs
             .get(&self.inputs.output)
             .ok_or_else(|| "graph produced no logits".to_string())?;
-        let (shape, data) = logits.try_extract_tensor::<f32>().map_err(|e| e.to_string())?;
+        let (shape, data) = logits
+            .try_extract_tensor::<f32>()
+            .map_err(|e| e.to_string())?;
         let c = self.num_labels;
-        if shape.len() != 3 || shape[0] as usize != b || shape[1] as usize != len || shape[2] as usize != c {
-            return Err(format!("logits shape {shape:?} does not match batch {b}×{len}×{c}"));
+        if shape.len() != 3
+            || shape[0] as usize != b
+            || shape[1] as usize != len
+            || shape[2] as usize != c
+        {
+            return Err(format!(
+                "logits shape {shape:?} does not match batch {b}×{len}×{c}"
+            ));
         }
         Ok(batch
             .iter()
@@ -309,7 +353,10 @@ impl Worker {
                 for token in probs.chunks_mut(c) {
                     softmax(token);
                 }
-                ScoredWindow { probs, num_labels: c }
+                ScoredWindow {
+                    probs,
+                    num_labels: c,
+                }
             })
             .collect())
     }

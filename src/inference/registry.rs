@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::model::{ModelFiles, ModelInfo, TokenizerHandle};
-use super::queue::{BatchQueue, GraphInputs, QueueStats};
+use super::queue::{BatchQueue, GraphInputs, QueueConfig, QueueStats};
 use super::{InferenceError, KeepAlive, OrtRuntime};
 
 /// A loaded model: its tokenizer, labels and batching queue.
@@ -45,6 +45,7 @@ pub struct RegistryLimits {
     pub max_resident: usize,
     pub memory_budget: u64,
     pub batch_token_budget: usize,
+    pub batch_max_padding: f64,
     pub queue_capacity: usize,
 }
 
@@ -148,10 +149,14 @@ impl ModelRegistry {
     /// Ids of every model directory under the models directory (`name` or `org/name`).
     pub fn installed(&self) -> Vec<String> {
         let mut ids = Vec::new();
-        let Ok(top) = std::fs::read_dir(&self.models_dir) else { return ids };
+        let Ok(top) = std::fs::read_dir(&self.models_dir) else {
+            return ids;
+        };
         for entry in top.flatten() {
             let path = entry.path();
-            let Some(name) = path.file_name().and_then(|n| n.to_str()).map(String::from) else { continue };
+            let Some(name) = path.file_name().and_then(|n| n.to_str()).map(String::from) else {
+                continue;
+            };
             if !path.is_dir() || name.starts_with('.') {
                 continue;
             }
@@ -176,8 +181,10 @@ impl ModelRegistry {
     /// Files of an installed model, or a not-found error listing what is installed.
     pub fn files(&self, id: &str) -> Result<ModelFiles, InferenceError> {
         let dir = model_dir(&self.models_dir, id)?;
-        ModelFiles::discover(id, &dir)
-            .ok_or_else(|| InferenceError::ModelNotFound { requested: id.to_string(), installed: self.installed() })
+        ModelFiles::discover(id, &dir).ok_or_else(|| InferenceError::ModelNotFound {
+            requested: id.to_string(),
+            installed: self.installed(),
+        })
     }
 
     /// The model for one request: resident, or loaded now.
@@ -187,16 +194,27 @@ impl ModelRegistry {
         keep_alive: Option<KeepAlive>,
     ) -> Result<ModelHandle, InferenceError> {
         if let Some(model) = self.checkout(id) {
-            return Ok(ModelHandle { registry: self.clone(), model, keep_alive });
+            return Ok(ModelHandle {
+                registry: self.clone(),
+                model,
+                keep_alive,
+            });
         }
         let files = self.files(id)?;
         let _loading = self.load_lock.lock().await;
         if let Some(model) = self.checkout(id) {
-            return Ok(ModelHandle { registry: self.clone(), model, keep_alive });
+            return Ok(ModelHandle {
+                registry: self.clone(),
+                model,
+                keep_alive,
+            });
         }
         let estimate = files.onnx_bytes().saturating_mul(2);
         if estimate > self.limits.memory_budget {
-            return Err(InferenceError::OverBudget { needed: estimate, budget: self.limits.memory_budget });
+            return Err(InferenceError::OverBudget {
+                needed: estimate,
+                budget: self.limits.memory_budget,
+            });
         }
         self.make_room(estimate)?;
         let runtime = self.runtime.clone();
@@ -223,7 +241,11 @@ impl ModelRegistry {
         );
         drop(inner);
         tracing::info!(model = id, footprint_bytes = measured, "model loaded");
-        Ok(ModelHandle { registry: self.clone(), model, keep_alive })
+        Ok(ModelHandle {
+            registry: self.clone(),
+            model,
+            keep_alive,
+        })
     }
 
     fn checkout(&self, id: &str) -> Option<Arc<LoadedModel>> {
@@ -258,7 +280,10 @@ impl ModelRegistry {
                     tracing::info!(model = %id, "model evicted (LRU)");
                 }
                 None => {
-                    return Err(InferenceError::OverBudget { needed, budget: self.limits.memory_budget });
+                    return Err(InferenceError::OverBudget {
+                        needed,
+                        budget: self.limits.memory_budget,
+                    });
                 }
             }
         }
@@ -266,7 +291,9 @@ impl ModelRegistry {
 
     fn release(&self, id: &str, keep_alive: Option<KeepAlive>) {
         let mut inner = self.inner();
-        let Some(r) = inner.resident.get_mut(id) else { return };
+        let Some(r) = inner.resident.get_mut(id) else {
+            return;
+        };
         r.active = r.active.saturating_sub(1);
         r.last_used = Instant::now();
         if let Some(k) = keep_alive {
@@ -305,7 +332,12 @@ impl ModelRegistry {
     pub fn unload(&self, id: &str) -> UnloadOutcome {
         let mut inner = self.inner();
         match inner.resident.get(id) {
-            None => UnloadOutcome { model_name: id.into(), unloaded: false, active_requests: 0, reason: Some("not_loaded") },
+            None => UnloadOutcome {
+                model_name: id.into(),
+                unloaded: false,
+                active_requests: 0,
+                reason: Some("not_loaded"),
+            },
             Some(r) if r.active > 0 => UnloadOutcome {
                 model_name: id.into(),
                 unloaded: false,
@@ -314,7 +346,12 @@ impl ModelRegistry {
             },
             Some(_) => {
                 inner.resident.remove(id);
-                UnloadOutcome { model_name: id.into(), unloaded: true, active_requests: 0, reason: None }
+                UnloadOutcome {
+                    model_name: id.into(),
+                    unloaded: true,
+                    active_requests: 0,
+                    reason: None,
+                }
             }
         }
     }
@@ -349,11 +386,17 @@ impl ModelRegistry {
                 model_type: r.model.info.model_type.clone(),
                 active_requests: r.active,
                 keep_alive_seconds: r.keep_alive.as_secs_f64(),
-                keep_alive_seconds_remaining: r.expires_at.map(|t| t.saturating_duration_since(now).as_secs_f64()),
+                keep_alive_seconds_remaining: r
+                    .expires_at
+                    .map(|t| t.saturating_duration_since(now).as_secs_f64()),
                 footprint_bytes: r.footprint,
                 loaded_at: chrono::DateTime::<chrono::Utc>::from(r.loaded_at)
                     .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                idle_seconds: if r.active > 0 { 0.0 } else { now.duration_since(r.last_used).as_secs_f64() },
+                idle_seconds: if r.active > 0 {
+                    0.0
+                } else {
+                    now.duration_since(r.last_used).as_secs_f64()
+                },
                 labels: r.model.info.labels.names().to_vec(),
                 max_positions: r.model.info.max_positions,
                 takes_token_type_ids: r.model.takes_token_type_ids,
@@ -383,15 +426,22 @@ fn model_dir(root: &Path, id: &str) -> Result<PathBuf, InferenceError> {
             && p != "."
             && p != ".."
             && p.len() <= 128
-            && p.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+            && p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
     };
     if parts.len() > 2 || !parts.iter().all(|p| valid_part(p)) {
         return Err(InferenceError::InvalidModelName);
     }
-    Ok(parts.iter().fold(root.to_path_buf(), |p, part| p.join(part)))
+    Ok(parts
+        .iter()
+        .fold(root.to_path_buf(), |p, part| p.join(part)))
 }
 
-fn load(runtime: &OrtRuntime, files: &ModelFiles, limits: &RegistryLimits) -> Result<LoadedModel, InferenceError> {
+fn load(
+    runtime: &OrtRuntime,
+    files: &ModelFiles,
+    limits: &RegistryLimits,
+) -> Result<LoadedModel, InferenceError> {
     let info = ModelInfo::read(files)?;
     let tokenizer = TokenizerHandle::load(&files.tokenizer)?;
     let session = runtime.session(&files.onnx)?;
@@ -403,17 +453,30 @@ fn load(runtime: &OrtRuntime, files: &ModelFiles, limits: &RegistryLimits) -> Re
         inputs,
         i64::from(tokenizer.pad_id),
         info.labels.len(),
-        limits.batch_token_budget,
-        limits.queue_capacity,
+        QueueConfig {
+            token_budget: limits.batch_token_budget,
+            max_padding: limits.batch_max_padding,
+            capacity: limits.queue_capacity,
+        },
     )?;
-    Ok(LoadedModel { id: files.id.clone(), info, tokenizer, queue, takes_token_type_ids })
+    Ok(LoadedModel {
+        id: files.id.clone(),
+        info,
+        tokenizer,
+        queue,
+        takes_token_type_ids,
+    })
 }
 
 /// Resident set size of this process, from /proc (0 where unavailable).
 fn resident_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+        })
         .map(|pages| pages * 4096)
         .unwrap_or(0)
 }
@@ -436,9 +499,21 @@ mod tests {
     #[test]
     fn model_ids_stay_inside_the_models_dir() {
         let root = Path::new("/m");
-        assert_eq!(model_dir(root, "org/name").ok(), Some(PathBuf::from("/m/org/name")));
+        assert_eq!(
+            model_dir(root, "org/name").ok(),
+            Some(PathBuf::from("/m/org/name"))
+        );
         assert_eq!(model_dir(root, "name").ok(), Some(PathBuf::from("/m/name")));
-        for bad in ["../x", "a/../b", "/abs", "a/b/c", "", "a//b", "a b", "org/na$me"] {
+        for bad in [
+            "../x",
+            "a/../b",
+            "/abs",
+            "a/b/c",
+            "",
+            "a//b",
+            "a b",
+            "org/na$me",
+        ] {
             assert!(model_dir(root, bad).is_err(), "{bad}");
         }
     }

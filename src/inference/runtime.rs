@@ -44,10 +44,14 @@ impl OrtRuntime {
             let env = builder.with_name("phiflow").build().map_err(|e| format!("cannot start ONNX Runtime: {e}"))?;
             Ok((library.to_path_buf(), env))
         });
-        let library = loaded.as_ref().map(|(p, _)| p.clone()).map_err(|e| InferenceError::Runtime(e.clone()))?;
+        let library = loaded
+            .as_ref()
+            .map(|(p, _)| p.clone())
+            .map_err(|e| InferenceError::Runtime(e.clone()))?;
         if options.device == Device::Cuda {
-            let available = <ep::CUDA as ExecutionProvider>::is_available()
-                .map_err(|e| InferenceError::Runtime(format!("cannot query execution providers: {e}")))?;
+            let available = <ep::CUDA as ExecutionProvider>::is_available().map_err(|e| {
+                InferenceError::Runtime(format!("cannot query execution providers: {e}"))
+            })?;
             if !available {
                 return Err(InferenceError::Runtime(
                     "SERVICE_DEVICE=cuda but this ONNX Runtime build has no CUDA execution provider \
@@ -67,11 +71,30 @@ impl OrtRuntime {
         self.options.device
     }
 
+    /// A session with ONNX Runtime's own defaults (spinning threads included): the plain-loop
+    /// baseline the load bench compares the service against.
+    pub fn default_session(&self, onnx: &Path) -> Result<Session, InferenceError> {
+        let env = match INIT.get() {
+            Some(Ok((_, env))) => env,
+            _ => {
+                return Err(InferenceError::Runtime(
+                    "ONNX Runtime is not initialised".into(),
+                ));
+            }
+        };
+        Session::builder(env)
+            .map_err(|e| InferenceError::Runtime(e.to_string()))?
+            .commit_from_file(onnx)
+            .map_err(|e| InferenceError::Runtime(format!("cannot create session: {e}")))
+    }
+
     /// Builds a session for one ONNX file.
     pub fn session(&self, onnx: &Path) -> Result<Session, InferenceError> {
         let err = |e: String| InferenceError::Runtime(e);
         let threads = if self.options.threads == 0 {
-            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
         } else {
             self.options.threads
         };
@@ -84,6 +107,10 @@ impl OrtRuntime {
             .with_optimization_level(GraphOptimizationLevel::Level3)
             .map_err(|e| err(e.to_string()))?
             .with_intra_threads(threads)
+            .map_err(|e| err(e.to_string()))?
+            // Measured on 2 cores: spinning on gives more end-to-end throughput at concurrency 8
+            // (0.92 vs 0.82 of the plain loop) although the spinning threads compete with HTTP.
+            .with_intra_op_spinning(true)
             .map_err(|e| err(e.to_string()))?;
         if self.options.device == Device::Cuda {
             builder = builder
@@ -91,8 +118,14 @@ impl OrtRuntime {
                     .with_device_id(self.options.cuda_device_id)
                     .build()
                     .error_on_failure()])
-                .map_err(|e| err(format!("CUDA execution provider could not be registered: {e}")))?;
+                .map_err(|e| {
+                    err(format!(
+                        "CUDA execution provider could not be registered: {e}"
+                    ))
+                })?;
         }
-        builder.commit_from_file(onnx).map_err(|e| err(format!("cannot create session: {e}")))
+        builder
+            .commit_from_file(onnx)
+            .map_err(|e| err(format!("cannot create session: {e}")))
     }
 }

@@ -42,7 +42,10 @@ enum Payload {
 impl Pipeline {
     /// Checks that stage kinds chain from text to spans with exactly one inference stage.
     pub fn check(spec: PipelineSpec, file: &str) -> Result<Self, PipelineError> {
-        let invalid = |message: String| PipelineError::Invalid { file: file.to_string(), message };
+        let invalid = |message: String| PipelineError::Invalid {
+            file: file.to_string(),
+            message,
+        };
         let mut kind = Kind::Text;
         for (i, stage) in spec.stages.iter().enumerate() {
             let (input, output) = stage.kinds();
@@ -56,17 +59,34 @@ impl Pipeline {
             kind = output;
         }
         if kind != Kind::Spans {
-            return Err(invalid(format!("the last stage yields {kind:?}, not Spans")));
+            return Err(invalid(format!(
+                "the last stage yields {kind:?}, not Spans"
+            )));
         }
-        let infers = spec.stages.iter().filter(|s| matches!(s, StageSpec::Infer)).count();
+        let infers = spec
+            .stages
+            .iter()
+            .filter(|s| matches!(s, StageSpec::Infer))
+            .count();
         if infers != 1 {
-            return Err(invalid(format!("a pipeline needs exactly one infer stage, found {infers}")));
+            return Err(invalid(format!(
+                "a pipeline needs exactly one infer stage, found {infers}"
+            )));
         }
-        Ok(Self { name: spec.name, stages: spec.stages })
+        Ok(Self {
+            name: spec.name,
+            stages: spec.stages,
+        })
     }
 
     /// The window capacity in content tokens for a model.
-    fn window_params(&self, model: &LoadedModel, max_tokens: usize, overlap: usize, prefer: bool) -> window::WindowParams {
+    fn window_params(
+        &self,
+        model: &LoadedModel,
+        max_tokens: usize,
+        overlap: usize,
+        prefer: bool,
+    ) -> window::WindowParams {
         let limit = model.info.max_positions.min(max_tokens);
         window::WindowParams {
             capacity: limit.saturating_sub(model.tokenizer.special_count()).max(1),
@@ -110,8 +130,43 @@ impl Pipeline {
         }
     }
 
-    fn run_cpu(&self, k: usize, model: &LoadedModel, opts: &RunOptions, payload: Payload) -> Result<Payload, StageError> {
-        let wrong = || StageError::Internal(format!("stage {} received the wrong item", self.stages[k].name()));
+    /// Runs the stages before inference on the calling thread: the exact windows a request
+    /// would send to the model (benchmarks compare them against a plain ONNX Runtime loop).
+    pub fn plan(
+        &self,
+        model: &LoadedModel,
+        text: Arc<str>,
+        opts: &RunOptions,
+    ) -> Result<(tokens::Tokens, Vec<std::ops::Range<usize>>), StageError> {
+        let infer_at = self
+            .stages
+            .iter()
+            .position(|s| matches!(s, StageSpec::Infer))
+            .unwrap_or(self.stages.len());
+        let payload = (0..infer_at).try_fold(Payload::Text(TextView::new(text)), |p, k| {
+            self.run_cpu(k, model, opts, p)
+        })?;
+        match payload {
+            Payload::Windows(toks, ws) => Ok((toks, ws)),
+            _ => Err(StageError::Internal(
+                "pipeline yields no windows before inference".into(),
+            )),
+        }
+    }
+
+    fn run_cpu(
+        &self,
+        k: usize,
+        model: &LoadedModel,
+        opts: &RunOptions,
+        payload: Payload,
+    ) -> Result<Payload, StageError> {
+        let wrong = || {
+            StageError::Internal(format!(
+                "stage {} received the wrong item",
+                self.stages[k].name()
+            ))
+        };
         Ok(match (&self.stages[k], payload) {
             (StageSpec::Normalize { accents, clean }, Payload::Text(view)) => {
                 let accents = accents.unwrap_or(opts.normalize_accents);
@@ -123,7 +178,14 @@ impl Pipeline {
                 let lang = detect.then_some(opts.sentence_language.as_str());
                 Payload::Tokens(tokens::tokenize(&model.tokenizer, view, lang)?)
             }
-            (StageSpec::Window { max_tokens, overlap_tokens, prefer_sentences }, Payload::Tokens(toks)) => {
+            (
+                StageSpec::Window {
+                    max_tokens,
+                    overlap_tokens,
+                    prefer_sentences,
+                },
+                Payload::Tokens(toks),
+            ) => {
                 let prefer = prefer_sentences.unwrap_or(opts.sentence_detection);
                 let p = self.window_params(model, *max_tokens, *overlap_tokens, prefer);
                 let ws = window::windows(toks.len(), &toks.words, &toks.sentence_starts, p);
@@ -140,7 +202,12 @@ impl Pipeline {
                         s
                     })
                     .collect();
-                let sentence_starts = scores.tokens.sentence_bytes.iter().map(|&b| view.to_original(b, b + 1).0).collect();
+                let sentence_starts = scores
+                    .tokens
+                    .sentence_bytes
+                    .iter()
+                    .map(|&b| view.to_original(b, b + 1).0)
+                    .collect();
                 Payload::Spans(Spans {
                     original: view.original.clone(),
                     spans,
@@ -152,18 +219,24 @@ impl Pipeline {
                     },
                 })
             }
-            (StageSpec::Merge { join_pieces, snap_to_words, group_entities, smart_merging }, Payload::Spans(spans)) => {
-                Payload::Spans(merge::merge(
-                    spans,
-                    merge::MergeParams {
-                        join_pieces: *join_pieces,
-                        snap_to_words: *snap_to_words,
-                        group_entities: group_entities.unwrap_or(opts.group_entities),
-                        smart_merging: smart_merging.unwrap_or(opts.smart_merging),
-                        threshold: opts.confidence_threshold,
-                    },
-                ))
-            }
+            (
+                StageSpec::Merge {
+                    join_pieces,
+                    snap_to_words,
+                    group_entities,
+                    smart_merging,
+                },
+                Payload::Spans(spans),
+            ) => Payload::Spans(merge::merge(
+                spans,
+                merge::MergeParams {
+                    join_pieces: *join_pieces,
+                    snap_to_words: *snap_to_words,
+                    group_entities: group_entities.unwrap_or(opts.group_entities),
+                    smart_merging: smart_merging.unwrap_or(opts.smart_merging),
+                    threshold: opts.confidence_threshold,
+                },
+            )),
             _ => return Err(wrong()),
         })
     }
@@ -183,14 +256,22 @@ impl Pipelines {
             file: dir.display().to_string(),
             message: format!("cannot read pipelines directory: {e}"),
         })?;
-        let mut files: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "toml")).collect();
+        let mut files: Vec<_> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .collect();
         files.sort();
         for path in files {
             let file = path.display().to_string();
-            let raw = std::fs::read_to_string(&path)
-                .map_err(|e| PipelineError::Invalid { file: file.clone(), message: e.to_string() })?;
-            let spec: PipelineSpec =
-                toml::from_str(&raw).map_err(|e| PipelineError::Invalid { file: file.clone(), message: e.to_string() })?;
+            let raw = std::fs::read_to_string(&path).map_err(|e| PipelineError::Invalid {
+                file: file.clone(),
+                message: e.to_string(),
+            })?;
+            let spec: PipelineSpec = toml::from_str(&raw).map_err(|e| PipelineError::Invalid {
+                file: file.clone(),
+                message: e.to_string(),
+            })?;
             let pipeline = Pipeline::check(spec, &file)?;
             by_name.insert(pipeline.name.clone(), Arc::new(pipeline));
         }
@@ -216,12 +297,21 @@ mod tests {
     use super::*;
 
     fn check(src: &str) -> Result<Pipeline, PipelineError> {
-        Pipeline::check(toml::from_str(src).map_err(|e| PipelineError::Invalid { file: "t".into(), message: e.to_string() })?, "t")
+        Pipeline::check(
+            toml::from_str(src).map_err(|e| PipelineError::Invalid {
+                file: "t".into(),
+                message: e.to_string(),
+            })?,
+            "t",
+        )
     }
 
     #[test]
     fn shipped_pipelines_check() {
-        let p = Pipelines::load(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/pipelines")), &["analyze", "pii_extract"]);
+        let p = Pipelines::load(
+            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/pipelines")),
+            &["analyze", "pii_extract"],
+        );
         assert!(p.is_ok(), "{p:?}");
     }
 

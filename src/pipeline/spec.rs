@@ -29,11 +29,18 @@ pub struct PipelineSpec {
 #[serde(tag = "stage", rename_all = "snake_case", deny_unknown_fields)]
 pub enum StageSpec {
     /// Text → Text: accent stripping and/or whitespace cleanup, offsets kept.
-    Normalize { accents: Option<bool>, clean: Option<bool> },
+    Normalize {
+        accents: Option<bool>,
+        clean: Option<bool>,
+    },
     /// Text → Tokens: whole-text encoding, optional sentence starts.
     Tokenize { sentences: Option<bool> },
     /// Tokens → Windows.
-    Window { max_tokens: usize, overlap_tokens: usize, prefer_sentences: Option<bool> },
+    Window {
+        max_tokens: usize,
+        overlap_tokens: usize,
+        prefer_sentences: Option<bool>,
+    },
     /// Windows → Scores, through the model's batching queue.
     Infer,
     /// Scores → Spans.

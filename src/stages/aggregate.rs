@@ -28,14 +28,16 @@ fn argmax(v: &[f32]) -> (usize, f32) {
     v.iter()
         .copied()
         .enumerate()
-        .fold((0, f32::NEG_INFINITY), |best, (i, x)| if x > best.1 { (i, x) } else { best })
+        .fold((0, f32::NEG_INFINITY), |best, (i, x)| {
+            if x > best.1 { (i, x) } else { best }
+        })
 }
 
 /// Splits `B-X`/`I-X` (also `E-`, `S-`, `L-`, `U-`) into (begins, entity type); a bare label continues.
 pub fn split_tag(label: &str) -> (bool, &str) {
     match label.split_once('-') {
-        Some((p, rest)) if matches!(p, "B" | "S" | "U") => (true, rest),
-        Some((p, rest)) if matches!(p, "I" | "E" | "L") => (false, rest),
+        Some(("B" | "S" | "U", rest)) => (true, rest),
+        Some(("I" | "E" | "L", rest)) => (false, rest),
         _ => (false, label),
     }
 }
@@ -49,14 +51,22 @@ pub fn aggregate(scores: &TokenScores, labels: &LabelSet, strategy: Aggregation)
             for t in 0..tokens.len() {
                 let (label, score) = argmax(scores.token(t));
                 let (start, end) = tokens.offsets[t];
-                pre.push(PreEntity { label, score, start, end });
+                pre.push(PreEntity {
+                    label,
+                    score,
+                    start,
+                    end,
+                });
             }
         }
         _ => {
             let mut t = 0;
             while t < tokens.len() {
                 let mut u = t + 1;
-                while u < tokens.len() && tokens.words[u].is_some() && tokens.words[u] == tokens.words[t] {
+                while u < tokens.len()
+                    && tokens.words[u].is_some()
+                    && tokens.words[u] == tokens.words[t]
+                {
                     u += 1;
                 }
                 let (label, score) = match strategy {
@@ -76,7 +86,12 @@ pub fn aggregate(scores: &TokenScores, labels: &LabelSet, strategy: Aggregation)
                         argmax(&mean)
                     }
                 };
-                pre.push(PreEntity { label, score, start: tokens.offsets[t].0, end: tokens.offsets[u - 1].1 });
+                pre.push(PreEntity {
+                    label,
+                    score,
+                    start: tokens.offsets[t].0,
+                    end: tokens.offsets[u - 1].1,
+                });
                 t = u;
             }
         }
@@ -90,11 +105,12 @@ fn group(pre: &[PreEntity], labels: &LabelSet) -> Vec<Span> {
     let mut out: Vec<Span> = Vec::new();
     let mut current: Option<(String, Vec<f32>, usize, usize)> = None;
     let flush = |cur: Option<(String, Vec<f32>, usize, usize)>, out: &mut Vec<Span>| {
-        if let Some((ty, scores, start, end)) = cur {
-            if ty != "O" && end > start {
-                let score = scores.iter().sum::<f32>() / scores.len() as f32;
-                out.push(Span::model(start, end, ty, score));
-            }
+        if let Some((ty, scores, start, end)) = cur
+            && ty != "O"
+            && end > start
+        {
+            let score = scores.iter().sum::<f32>() / scores.len() as f32;
+            out.push(Span::model(start, end, ty, score));
         }
     };
     for p in pre {
@@ -117,12 +133,18 @@ fn group(pre: &[PreEntity], labels: &LabelSet) -> Vec<Span> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stages::tokens::Tokens;
     use crate::stages::text::TextView;
+    use crate::stages::tokens::Tokens;
     use std::sync::Arc;
 
     fn labels() -> LabelSet {
-        LabelSet::new(vec!["O".into(), "B-PER".into(), "I-PER".into(), "B-LOC".into(), "I-LOC".into()])
+        LabelSet::new(vec![
+            "O".into(),
+            "B-PER".into(),
+            "I-PER".into(),
+            "B-LOC".into(),
+            "I-LOC".into(),
+        ])
     }
 
     /// "Ann Lee went" → tokens: An ##n Lee went (word ids 0 0 1 2).
@@ -136,7 +158,12 @@ mod tests {
             sentence_starts: vec![],
             sentence_bytes: vec![],
         };
-        TokenScores { tokens, probs: rows.concat(), num_labels: 5, windows: 1 }
+        TokenScores {
+            tokens,
+            probs: rows.concat(),
+            num_labels: 5,
+            windows: 1,
+        }
     }
 
     fn rows() -> Vec<[f32; 5]> {
@@ -149,7 +176,17 @@ mod tests {
     }
 
     fn triples(spans: &[Span]) -> Vec<(usize, usize, String, f32)> {
-        spans.iter().map(|s| (s.start, s.end, s.label.clone(), (s.score * 100.0).round() / 100.0)).collect()
+        spans
+            .iter()
+            .map(|s| {
+                (
+                    s.start,
+                    s.end,
+                    s.label.clone(),
+                    (s.score * 100.0).round() / 100.0,
+                )
+            })
+            .collect()
     }
 
     #[test]
@@ -157,7 +194,11 @@ mod tests {
         let s = aggregate(&scores(rows()), &labels(), Aggregation::Simple);
         assert_eq!(
             triples(&s),
-            vec![(0, 2, "PER".into(), 0.7), (2, 3, "LOC".into(), 0.7), (4, 7, "PER".into(), 0.8)]
+            vec![
+                (0, 2, "PER".into(), 0.7),
+                (2, 3, "LOC".into(), 0.7),
+                (4, 7, "PER".into(), 0.8)
+            ]
         );
     }
 
@@ -173,14 +214,20 @@ mod tests {
         r[1] = [0.0, 0.0, 0.0, 0.9, 0.1];
         let s = aggregate(&scores(r), &labels(), Aggregation::Max);
         // Word "Ann" becomes B-LOC (0.9); "Lee" is I-PER: a different type starts a new group.
-        assert_eq!(triples(&s), vec![(0, 3, "LOC".into(), 0.9), (4, 7, "PER".into(), 0.8)]);
+        assert_eq!(
+            triples(&s),
+            vec![(0, 3, "LOC".into(), 0.9), (4, 7, "PER".into(), 0.8)]
+        );
     }
 
     #[test]
     fn average_averages_piece_scores() {
         let s = aggregate(&scores(rows()), &labels(), Aggregation::Average);
         // Ann: mean = [0.1, 0.35, 0.15, 0.4, 0.0] → B-LOC 0.4; Lee: I-PER 0.8.
-        assert_eq!(triples(&s), vec![(0, 3, "LOC".into(), 0.4), (4, 7, "PER".into(), 0.8)]);
+        assert_eq!(
+            triples(&s),
+            vec![(0, 3, "LOC".into(), 0.4), (4, 7, "PER".into(), 0.8)]
+        );
     }
 
     #[test]

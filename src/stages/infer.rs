@@ -24,7 +24,11 @@ impl TokenScores {
 }
 
 /// The model inputs of each window: special tokens around the window's token ids.
-pub fn window_inputs(model: &LoadedModel, tokens: &Tokens, windows: &[Range<usize>]) -> Vec<WindowInput> {
+pub fn window_inputs(
+    model: &LoadedModel,
+    tokens: &Tokens,
+    windows: &[Range<usize>],
+) -> Vec<WindowInput> {
     let tk = &model.tokenizer;
     windows
         .iter()
@@ -39,13 +43,22 @@ pub fn window_inputs(model: &LoadedModel, tokens: &Tokens, windows: &[Range<usiz
 }
 
 /// Runs the windows and assembles the per-token scores.
-pub async fn infer(model: &LoadedModel, tokens: Tokens, windows: Vec<Range<usize>>) -> Result<TokenScores, StageError> {
+pub async fn infer(
+    model: &LoadedModel,
+    tokens: Tokens,
+    windows: Vec<Range<usize>>,
+) -> Result<TokenScores, StageError> {
     let num_labels = model.info.labels.len();
     let n = tokens.len();
-    let receivers = model.queue.submit(window_inputs(model, &tokens, &windows))?;
+    let receivers = model
+        .queue
+        .submit(window_inputs(model, &tokens, &windows))?;
     let mut scored = Vec::with_capacity(receivers.len());
     for rx in receivers {
-        scored.push(rx.await.map_err(|_| StageError::Inference(crate::inference::InferenceError::Unloaded))??);
+        scored
+            .push(rx.await.map_err(|_| {
+                StageError::Inference(crate::inference::InferenceError::Unloaded)
+            })??);
     }
     let best = best_window_per_token(n, &windows);
     let offset = model.tokenizer.prefix_ids.len();
@@ -55,5 +68,10 @@ pub async fn infer(model: &LoadedModel, tokens: Tokens, windows: Vec<Range<usize
         let row = scored[w].token(t - windows[w].start + offset);
         probs[t * num_labels..(t + 1) * num_labels].copy_from_slice(row);
     }
-    Ok(TokenScores { tokens, probs, num_labels, windows: windows.len() })
+    Ok(TokenScores {
+        tokens,
+        probs,
+        num_labels,
+        windows: windows.len(),
+    })
 }

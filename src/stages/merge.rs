@@ -41,7 +41,9 @@ pub fn merge(mut spans: Spans, p: MergeParams) -> Spans {
         v = join_while(v, |a, b| {
             a.label == b.label && b.start >= a.end && {
                 let gap = &text[a.end..b.start];
-                gap.chars().count() <= 2 && !gap.contains(['\n', '\r']) && !crosses(starts, a.end, b.start)
+                gap.chars().count() <= 2
+                    && !gap.contains(['\n', '\r'])
+                    && !crosses(starts, a.end, b.start)
             }
         });
     }
@@ -49,7 +51,10 @@ pub fn merge(mut spans: Spans, p: MergeParams) -> Spans {
         v = join_while(v, |a, b| {
             a.label == b.label && b.start >= a.end && {
                 let gap = &text[a.end..b.start];
-                gap.chars().count() <= 3 && gap.chars().all(|c| matches!(c, ' ' | '-' | '.' | '/' | '(' | ')' | '_'))
+                gap.chars().count() <= 3
+                    && gap
+                        .chars()
+                        .all(|c| matches!(c, ' ' | '-' | '.' | '/' | '(' | ')' | '_'))
             }
         });
     }
@@ -71,7 +76,11 @@ fn join_while(v: Vec<Span>, joinable: impl Fn(&Span, &Span) -> bool) -> Vec<Span
         match out.last_mut() {
             Some(prev) if joinable(prev, &s) => {
                 let (a, b) = ((prev.end - prev.start) as f32, (s.end - s.start) as f32);
-                prev.score = if a + b > 0.0 { (prev.score * a + s.score * b) / (a + b) } else { prev.score };
+                prev.score = if a + b > 0.0 {
+                    (prev.score * a + s.score * b) / (a + b)
+                } else {
+                    prev.score
+                };
                 prev.end = prev.end.max(s.end);
                 if s.source != prev.source {
                     prev.source = super::span::Source::Both;
@@ -144,35 +153,81 @@ mod tests {
     use crate::stages::span::RunStats;
     use std::sync::Arc;
 
-    fn run(text: &str, spans: Vec<Span>, sentence_starts: Vec<usize>, p: MergeParams) -> Vec<(String, String)> {
+    fn run(
+        text: &str,
+        spans: Vec<Span>,
+        sentence_starts: Vec<usize>,
+        p: MergeParams,
+    ) -> Vec<(String, String)> {
         let original: Arc<str> = Arc::from(text);
-        let out = merge(Spans { original, spans, sentence_starts, stats: RunStats::default() }, p);
-        out.spans.iter().map(|s| (text[s.start..s.end].to_string(), s.label.clone())).collect()
+        let out = merge(
+            Spans {
+                original,
+                spans,
+                sentence_starts,
+                stats: RunStats::default(),
+            },
+            p,
+        );
+        out.spans
+            .iter()
+            .map(|s| (text[s.start..s.end].to_string(), s.label.clone()))
+            .collect()
     }
 
-    const ALL: MergeParams =
-        MergeParams { join_pieces: true, snap_to_words: true, group_entities: true, smart_merging: true, threshold: 0.5 };
-    const NONE: MergeParams =
-        MergeParams { join_pieces: false, snap_to_words: false, group_entities: false, smart_merging: false, threshold: 0.0 };
+    const ALL: MergeParams = MergeParams {
+        join_pieces: true,
+        snap_to_words: true,
+        group_entities: true,
+        smart_merging: true,
+        threshold: 0.5,
+    };
+    const NONE: MergeParams = MergeParams {
+        join_pieces: false,
+        snap_to_words: false,
+        group_entities: false,
+        smart_merging: false,
+        threshold: 0.0,
+    };
 
     #[test]
     fn joins_touching_pieces_of_one_type() {
         let t = "Aisha came";
-        let got = run(t, vec![Span::model(0, 2, "N", 0.9), Span::model(2, 5, "N", 0.8)], vec![], ALL);
+        let got = run(
+            t,
+            vec![Span::model(0, 2, "N", 0.9), Span::model(2, 5, "N", 0.8)],
+            vec![],
+            ALL,
+        );
         assert_eq!(got, vec![("Aisha".into(), "N".into())]);
-        let got = run(t, vec![Span::model(0, 2, "N", 0.9), Span::model(2, 5, "N", 0.8)], vec![], NONE);
+        let got = run(
+            t,
+            vec![Span::model(0, 2, "N", 0.9), Span::model(2, 5, "N", 0.8)],
+            vec![],
+            NONE,
+        );
         assert_eq!(got.len(), 2);
     }
 
     #[test]
     fn threshold_drops_weak_spans() {
-        let got = run("Ann Lee", vec![Span::model(0, 3, "N", 0.4), Span::model(4, 7, "N", 0.6)], vec![], ALL);
+        let got = run(
+            "Ann Lee",
+            vec![Span::model(0, 3, "N", 0.4), Span::model(4, 7, "N", 0.6)],
+            vec![],
+            ALL,
+        );
         assert_eq!(got, vec![("Lee".into(), "N".into())]);
     }
 
     #[test]
     fn snaps_partial_words_and_trims() {
-        let got = run("call Jonathan now", vec![Span::model(6, 10, "N", 0.9)], vec![], ALL);
+        let got = run(
+            "call Jonathan now",
+            vec![Span::model(6, 10, "N", 0.9)],
+            vec![],
+            ALL,
+        );
         assert_eq!(got, vec![("Jonathan".into(), "N".into())]);
         let got = run("x  Ann  y", vec![Span::model(1, 7, "N", 0.9)], vec![], ALL);
         assert_eq!(got, vec![("Ann".into(), "N".into())]);
@@ -180,26 +235,55 @@ mod tests {
 
     #[test]
     fn groups_neighbours_within_a_sentence_only() {
-        let p = MergeParams { smart_merging: false, ..ALL };
+        let p = MergeParams {
+            smart_merging: false,
+            ..ALL
+        };
         let t = "Ann, Lee";
-        let got = run(t, vec![Span::model(0, 3, "N", 0.9), Span::model(5, 8, "N", 0.9)], vec![], p);
+        let got = run(
+            t,
+            vec![Span::model(0, 3, "N", 0.9), Span::model(5, 8, "N", 0.9)],
+            vec![],
+            p,
+        );
         assert_eq!(got, vec![("Ann, Lee".into(), "N".into())]);
         let t = "Ann\nLee";
-        let got = run(t, vec![Span::model(0, 3, "N", 0.9), Span::model(4, 7, "N", 0.9)], vec![4], p);
+        let got = run(
+            t,
+            vec![Span::model(0, 3, "N", 0.9), Span::model(4, 7, "N", 0.9)],
+            vec![4],
+            p,
+        );
         assert_eq!(got.len(), 2);
     }
 
     #[test]
     fn smart_merging_joins_identifier_fragments() {
-        let p = MergeParams { group_entities: false, ..ALL };
+        let p = MergeParams {
+            group_entities: false,
+            ..ALL
+        };
         let t = "tel (617) 555-0143.";
-        let got = run(t, vec![Span::model(4, 9, "PHONE", 0.9), Span::model(10, 18, "PHONE", 0.9)], vec![], p);
+        let got = run(
+            t,
+            vec![
+                Span::model(4, 9, "PHONE", 0.9),
+                Span::model(10, 18, "PHONE", 0.9),
+            ],
+            vec![],
+            p,
+        );
         assert_eq!(got, vec![("(617) 555-0143".into(), "PHONE".into())]);
     }
 
     #[test]
     fn overlaps_resolve_to_one_span() {
-        let got = run("abcdef", vec![Span::model(0, 4, "A", 0.6), Span::model(2, 6, "B", 0.9)], vec![], NONE);
+        let got = run(
+            "abcdef",
+            vec![Span::model(0, 4, "A", 0.6), Span::model(2, 6, "B", 0.9)],
+            vec![],
+            NONE,
+        );
         assert_eq!(got, vec![("abcdef".into(), "B".into())]);
     }
 }

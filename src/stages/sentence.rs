@@ -4,8 +4,9 @@
 fn abbreviations(lang: &str) -> &'static [&'static str] {
     match lang {
         "en" => &[
-            "dr", "mr", "mrs", "ms", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "no", "fig", "approx",
-            "pt", "pts", "hx", "dx", "tx", "rx", "mg", "ml", "inc", "ltd", "co", "dept", "univ", "ave", "blvd",
+            "dr", "mr", "mrs", "ms", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "no",
+            "fig", "approx", "pt", "pts", "hx", "dx", "tx", "rx", "mg", "ml", "inc", "ltd", "co",
+            "dept", "univ", "ave", "blvd",
         ],
         "fr" => &["dr", "m", "mme", "mlle", "pr", "etc", "p.ex"],
         "de" => &["dr", "hr", "fr", "prof", "z.b", "usw", "bzw", "ca", "nr"],
@@ -39,7 +40,12 @@ pub fn sentence_starts(text: &str, lang: &str) -> Vec<usize> {
         }
         if matches!(c, '.' | '!' | '?') {
             let mut j = i + 1;
-            while j < chars.len() && matches!(chars[j].1, '.' | '!' | '?' | '"' | '\'' | ')' | ']' | '”' | '’') {
+            while j < chars.len()
+                && matches!(
+                    chars[j].1,
+                    '.' | '!' | '?' | '"' | '\'' | ')' | ']' | '”' | '’'
+                )
+            {
                 j += 1;
             }
             let ws_start = j;
@@ -48,7 +54,9 @@ pub fn sentence_starts(text: &str, lang: &str) -> Vec<usize> {
             }
             if j > ws_start && j < chars.len() {
                 let next = chars[j].1;
-                let opens = next.is_uppercase() || next.is_ascii_digit() || matches!(next, '"' | '\'' | '(' | '“');
+                let opens = next.is_uppercase()
+                    || next.is_ascii_digit()
+                    || matches!(next, '"' | '\'' | '(' | '“');
                 if opens && !(c == '.' && ends_with_abbreviation(&text[..pos], abbrevs)) {
                     starts.push(chars[j].0);
                 }

@@ -25,7 +25,13 @@ pub struct Span {
 
 impl Span {
     pub fn model(start: usize, end: usize, label: impl Into<String>, score: f32) -> Self {
-        Self { start, end, label: label.into(), score, source: Source::Model }
+        Self {
+            start,
+            end,
+            label: label.into(),
+            score,
+            source: Source::Model,
+        }
     }
 }
 

@@ -20,19 +20,27 @@ struct Normalized {
 
 impl TextView {
     pub fn new(original: Arc<str>) -> Self {
-        Self { original, normalized: None }
+        Self {
+            original,
+            normalized: None,
+        }
     }
 
     /// The text to tokenize.
     pub fn view(&self) -> &str {
-        self.normalized.as_ref().map(|n| n.text.as_str()).unwrap_or(&self.original)
+        self.normalized
+            .as_ref()
+            .map(|n| n.text.as_str())
+            .unwrap_or(&self.original)
     }
 
     /// Maps a non-empty byte range of the view to the original text.
     pub fn to_original(&self, start: usize, end: usize) -> (usize, usize) {
         match &self.normalized {
             None => (start, end),
-            Some(n) if end > start && end <= n.starts.len() => (n.starts[start] as usize, n.ends[end - 1] as usize),
+            Some(n) if end > start && end <= n.starts.len() => {
+                (n.starts[start] as usize, n.ends[end - 1] as usize)
+            }
             Some(_) => (start.min(self.original.len()), end.min(self.original.len())),
         }
     }
@@ -80,7 +88,10 @@ impl TextView {
                 push(ch, s, e, &mut text);
             }
         }
-        Self { original, normalized: Some(Normalized { text, starts, ends }) }
+        Self {
+            original,
+            normalized: Some(Normalized { text, starts, ends }),
+        }
     }
 }
 

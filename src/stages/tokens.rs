@@ -1,8 +1,8 @@
 //! Tokenize: the whole view is encoded once (no special tokens), so windows are exact token
 //! ranges and overlapping text is never tokenized twice.
 
-use super::text::TextView;
 use super::StageError;
+use super::text::TextView;
 use crate::inference::TokenizerHandle;
 
 /// The tokens of a text, with byte offsets into the view and word membership.
@@ -56,5 +56,12 @@ pub fn tokenize(
             sentence_starts.push(t);
         }
     }
-    Ok(Tokens { text, ids, offsets, words, sentence_starts, sentence_bytes })
+    Ok(Tokens {
+        text,
+        ids,
+        offsets,
+        words,
+        sentence_starts,
+        sentence_bytes,
+    })
 }

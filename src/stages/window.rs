@@ -15,7 +15,12 @@ pub struct WindowParams {
 
 /// Token ranges covering `0..n`, in order. Consecutive windows overlap by `overlap` tokens unless
 /// the first ends exactly on a sentence start, where the model needs no context across it.
-pub fn windows(n: usize, words: &[Option<u32>], sentence_starts: &[usize], p: WindowParams) -> Vec<Range<usize>> {
+pub fn windows(
+    n: usize,
+    words: &[Option<u32>],
+    sentence_starts: &[usize],
+    p: WindowParams,
+) -> Vec<Range<usize>> {
     let capacity = p.capacity.max(1);
     let overlap = p.overlap.min(capacity / 2);
     let mut out = Vec::new();
@@ -80,15 +85,40 @@ mod tests {
 
     #[test]
     fn short_text_is_one_window() {
-        let ws = windows(10, &words(10), &[], WindowParams { capacity: 16, overlap: 4, prefer_sentences: true });
+        let ws = windows(
+            10,
+            &words(10),
+            &[],
+            WindowParams {
+                capacity: 16,
+                overlap: 4,
+                prefer_sentences: true,
+            },
+        );
         assert_eq!(ws, vec![0..10]);
-        assert!(windows(0, &[], &[], WindowParams { capacity: 16, overlap: 4, prefer_sentences: true }).is_empty());
+        assert!(
+            windows(
+                0,
+                &[],
+                &[],
+                WindowParams {
+                    capacity: 16,
+                    overlap: 4,
+                    prefer_sentences: true
+                }
+            )
+            .is_empty()
+        );
     }
 
     #[test]
     fn long_text_overlaps_and_covers_everything() {
         let n = 1000;
-        let p = WindowParams { capacity: 100, overlap: 20, prefer_sentences: false };
+        let p = WindowParams {
+            capacity: 100,
+            overlap: 20,
+            prefer_sentences: false,
+        };
         let ws = windows(n, &words(n), &[], p);
         assert!(covers(&ws, n));
         for pair in ws.windows(2) {
@@ -100,7 +130,11 @@ mod tests {
     #[test]
     fn windows_end_on_sentence_starts_without_overlap() {
         let n = 300;
-        let p = WindowParams { capacity: 100, overlap: 20, prefer_sentences: true };
+        let p = WindowParams {
+            capacity: 100,
+            overlap: 20,
+            prefer_sentences: true,
+        };
         let ws = windows(n, &words(n), &[30, 90, 170, 250], p);
         assert_eq!(ws[0], 0..90);
         assert_eq!(ws[1], 90..170);
@@ -111,7 +145,16 @@ mod tests {
     fn windows_do_not_split_words() {
         // Tokens 0..200, words of 3 tokens each.
         let w: Vec<Option<u32>> = (0..200u32).map(|t| Some(t / 3)).collect();
-        let ws = windows(200, &w, &[], WindowParams { capacity: 100, overlap: 10, prefer_sentences: false });
+        let ws = windows(
+            200,
+            &w,
+            &[],
+            WindowParams {
+                capacity: 100,
+                overlap: 10,
+                prefer_sentences: false,
+            },
+        );
         assert_eq!(ws[0], 0..99);
         assert!(covers(&ws, 200));
     }

@@ -32,15 +32,25 @@ pub fn start_unready(configure: impl FnOnce(&mut Settings)) -> Server {
     configure(&mut settings);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
         rt.block_on(async move {
             let state = phiflow::api::build_state(settings).expect("service starts");
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            tx.send(listener.local_addr().expect("addr")).expect("send addr");
-            phiflow::api::serve(listener, state, std::future::pending()).await.expect("serve");
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            tx.send(listener.local_addr().expect("addr"))
+                .expect("send addr");
+            phiflow::api::serve(listener, state, std::future::pending())
+                .await
+                .expect("serve");
         });
     });
-    let addr = rx.recv_timeout(Duration::from_secs(60)).expect("server address");
+    let addr = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("server address");
     let base = format!("http://{addr}");
     Server { base }
 }
@@ -56,9 +66,16 @@ pub mod reqwest {
     pub fn blocking_free_get(url: &str) -> Option<u16> {
         use std::io::{Read, Write};
         let rest = url.strip_prefix("http://")?;
-        let (host, path) = rest.split_once('/').map(|(h, p)| (h, format!("/{p}"))).unwrap_or((rest, "/".into()));
+        let (host, path) = rest
+            .split_once('/')
+            .map(|(h, p)| (h, format!("/{p}")))
+            .unwrap_or((rest, "/".into()));
         let mut s = std::net::TcpStream::connect(host).ok()?;
-        write!(s, "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").ok()?;
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
         let mut buf = String::new();
         s.read_to_string(&mut buf).ok()?;
         buf.split_whitespace().nth(1)?.parse().ok()
@@ -66,7 +83,10 @@ pub mod reqwest {
 }
 
 pub fn client() -> ::reqwest::Client {
-    ::reqwest::Client::builder().timeout(Duration::from_secs(300)).build().expect("client")
+    ::reqwest::Client::builder()
+        .timeout(Duration::from_secs(300))
+        .build()
+        .expect("client")
 }
 
 impl Server {
@@ -75,7 +95,12 @@ impl Server {
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
-        let r = client().post(self.url(path)).json(body).send().await.expect("request");
+        let r = client()
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .expect("request");
         let status = r.status().as_u16();
         (status, r.json().await.unwrap_or(Value::Null))
     }
@@ -95,9 +120,16 @@ pub fn entities(input: &str, body: &Value) -> Vec<(String, String, usize, usize)
         .expect("entities")
         .iter()
         .map(|e| {
-            let (s, t) = (e["start"].as_u64().unwrap() as usize, e["end"].as_u64().unwrap() as usize);
+            let (s, t) = (
+                e["start"].as_u64().unwrap() as usize,
+                e["end"].as_u64().unwrap() as usize,
+            );
             let text = e["text"].as_str().unwrap().to_string();
-            assert_eq!(chars[s..t].iter().collect::<String>(), text, "entity text must equal input[start:end]");
+            assert_eq!(
+                chars[s..t].iter().collect::<String>(),
+                text,
+                "entity text must equal input[start:end]"
+            );
             (text, e["label"].as_str().unwrap().to_string(), s, t)
         })
         .collect()
