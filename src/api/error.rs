@@ -41,7 +41,6 @@ pub enum ApiError {
         message: &'static str,
         retry_after_secs: u64,
     },
-    NotReady(Vec<String>),
     Internal(String),
 }
 
@@ -171,12 +170,6 @@ impl IntoResponse for ApiError {
                     .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
                 r
             }
-            Self::NotReady(reasons) => envelope(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "not_ready",
-                "The service is not ready",
-                json!({ "reasons": reasons }),
-            ),
             Self::Internal(detail) => {
                 // The detail stays in the log (it never holds caller text); the body says nothing.
                 tracing::error!(error = %detail, "internal error");

@@ -1,7 +1,7 @@
 //! ONNX Runtime: loaded once from an explicit library path, sessions built on the configured
 //! execution provider. CUDA that cannot be registered is an error, never a silent CPU fallback.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 
 use ort::ep::{self, ExecutionProvider};
@@ -12,7 +12,7 @@ use super::InferenceError;
 use crate::config::Device;
 
 /// The process-wide environment; sessions refer to it, so it lives as long as the process.
-static INIT: OnceLock<Result<(PathBuf, ort::environment::Environment), String>> = OnceLock::new();
+static INIT: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
 
 /// How sessions are created.
 #[derive(Clone, Debug)]
@@ -27,7 +27,6 @@ pub struct SessionOptions {
 #[derive(Clone, Debug)]
 pub struct OrtRuntime {
     options: SessionOptions,
-    library: PathBuf,
 }
 
 impl OrtRuntime {
@@ -42,12 +41,11 @@ impl OrtRuntime {
             }
             let builder = ort::init_from(library).map_err(|e| format!("cannot load ONNX Runtime: {e}"))?;
             let env = builder.with_name("phiflow").build().map_err(|e| format!("cannot start ONNX Runtime: {e}"))?;
-            Ok((library.to_path_buf(), env))
+            Ok(env)
         });
-        let library = loaded
-            .as_ref()
-            .map(|(p, _)| p.clone())
-            .map_err(|e| InferenceError::Runtime(e.clone()))?;
+        if let Err(e) = loaded {
+            return Err(InferenceError::Runtime(e.clone()));
+        }
         if options.device == Device::Cuda {
             let available = <ep::CUDA as ExecutionProvider>::is_available().map_err(|e| {
                 InferenceError::Runtime(format!("cannot query execution providers: {e}"))
@@ -60,11 +58,7 @@ impl OrtRuntime {
                 ));
             }
         }
-        Ok(Self { options, library })
-    }
-
-    pub fn library(&self) -> &Path {
-        &self.library
+        Ok(Self { options })
     }
 
     pub fn device(&self) -> Device {
@@ -75,7 +69,7 @@ impl OrtRuntime {
     /// baseline the load bench compares the service against.
     pub fn default_session(&self, onnx: &Path) -> Result<Session, InferenceError> {
         let env = match INIT.get() {
-            Some(Ok((_, env))) => env,
+            Some(Ok(env)) => env,
             _ => {
                 return Err(InferenceError::Runtime(
                     "ONNX Runtime is not initialised".into(),
@@ -99,7 +93,7 @@ impl OrtRuntime {
             self.options.threads
         };
         let env = match INIT.get() {
-            Some(Ok((_, env))) => env,
+            Some(Ok(env)) => env,
             _ => return Err(err("ONNX Runtime is not initialised".into())),
         };
         let mut builder = Session::builder(env)

@@ -286,10 +286,6 @@ impl Pipelines {
     pub fn get(&self, name: &str) -> Option<Arc<Pipeline>> {
         self.by_name.get(name).cloned()
     }
-
-    pub fn names(&self) -> Vec<String> {
-        self.by_name.keys().cloned().collect()
-    }
 }
 
 #[cfg(test)]
