@@ -126,7 +126,7 @@ impl<T: Validated> FromRequest<AppState> for Valid<T> {
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
         let raw = read_json(req, state, T::SCHEMA).await?;
-        let body = serde_json::from_value(raw.clone()).map_err(|_| {
+        let body = T::deserialize(&raw).map_err(|_| {
             ApiError::validation_one(
                 &[json!("body")],
                 "value_error",

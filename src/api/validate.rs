@@ -34,7 +34,7 @@ impl Violation {
 }
 
 /// The type of one field.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Ty {
     Str,
     Bool,
@@ -287,7 +287,7 @@ fn validate_value(field: &Field, v: &Value, loc: &[Value], out: &mut Vec<Violati
             for (i, item) in items.iter().enumerate() {
                 let mut iloc = loc.to_vec();
                 iloc.push(json!(i));
-                let f = Field::opt("item", clone_ty(item_ty));
+                let f = Field::opt("item", Ty::clone(item_ty));
                 if item.is_null() {
                     out.push(type_violation(&f.ty, &iloc));
                 } else {
@@ -327,21 +327,6 @@ fn validate_value(field: &Field, v: &Value, loc: &[Value], out: &mut Vec<Violati
                 out.push(Violation::new(loc, kind, msg, Some(ctx)));
             }
         }
-    }
-}
-
-fn clone_ty(t: &'static Ty) -> Ty {
-    match t {
-        Ty::Str => Ty::Str,
-        Ty::Bool => Ty::Bool,
-        Ty::Int => Ty::Int,
-        Ty::Num => Ty::Num,
-        Ty::Enum(a) => Ty::Enum(a),
-        Ty::KeepAlive => Ty::KeepAlive,
-        Ty::Semver => Ty::Semver,
-        Ty::Object(s) => Ty::Object(s),
-        Ty::AnyObject => Ty::AnyObject,
-        Ty::Array(i) => Ty::Array(i),
     }
 }
 

@@ -14,6 +14,16 @@ use crate::config::Device;
 /// The process-wide environment; sessions refer to it, so it lives as long as the process.
 static INIT: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
 
+/// The environment `init` created; sessions need it.
+fn environment() -> Result<&'static ort::environment::Environment, InferenceError> {
+    match INIT.get() {
+        Some(Ok(env)) => Ok(env),
+        _ => Err(InferenceError::Runtime(
+            "ONNX Runtime is not initialised".into(),
+        )),
+    }
+}
+
 /// How sessions are created.
 #[derive(Clone, Debug)]
 pub struct SessionOptions {
@@ -68,15 +78,7 @@ impl OrtRuntime {
     /// A session with ONNX Runtime's own defaults (spinning threads included): the plain-loop
     /// baseline the load bench compares the service against.
     pub fn default_session(&self, onnx: &Path) -> Result<Session, InferenceError> {
-        let env = match INIT.get() {
-            Some(Ok(env)) => env,
-            _ => {
-                return Err(InferenceError::Runtime(
-                    "ONNX Runtime is not initialised".into(),
-                ));
-            }
-        };
-        Session::builder(env)
+        Session::builder(environment()?)
             .map_err(|e| InferenceError::Runtime(e.to_string()))?
             .commit_from_file(onnx)
             .map_err(|e| InferenceError::Runtime(format!("cannot create session: {e}")))
@@ -92,11 +94,7 @@ impl OrtRuntime {
         } else {
             self.options.threads
         };
-        let env = match INIT.get() {
-            Some(Ok(env)) => env,
-            _ => return Err(err("ONNX Runtime is not initialised".into())),
-        };
-        let mut builder = Session::builder(env)
+        let mut builder = Session::builder(environment()?)
             .map_err(|e| err(e.to_string()))?
             .with_optimization_level(GraphOptimizationLevel::Level3)
             .map_err(|e| err(e.to_string()))?
