@@ -85,6 +85,11 @@ pub struct Settings {
     #[arg(long, env = "SERVICE_MAX_TEXT_CHARS", default_value_t = 1_000_000)]
     pub max_text_chars: usize,
     /// Log as JSON lines.
+    /// Key for hashes and surrogates: with it they are stable across requests (pseudonyms);
+    /// without it each request draws a random key. Never logged or returned.
+    #[arg(long, env = "SERVICE_DEID_SECRET_KEY", hide_env_values = true)]
+    pub deid_secret_key: Option<String>,
+
     #[arg(long, env = "SERVICE_LOG_JSON", default_value_t = false)]
     pub log_json: bool,
 }

@@ -58,6 +58,9 @@ pub struct Entity {
     pub start: usize,
     pub end: usize,
     pub source: Source,
+    /// The recognizer pattern that found or confirmed the entity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
 }
 
 /// Turns pipeline spans into response entities with code point offsets.
@@ -77,6 +80,7 @@ pub fn entities(spans: &Spans) -> Vec<Entity> {
                 start: index.char_offset(s.start),
                 end: index.char_offset(s.end),
                 source: s.source,
+                pattern: s.pattern.as_deref().map(String::from),
             }
         })
         .collect()
@@ -89,7 +93,7 @@ pub fn keep_alive_of(raw: &Value) -> Option<KeepAlive> {
         .and_then(|v| KeepAlive::from_json(v).ok())
 }
 
-fn now_rfc3339() -> String {
+pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
@@ -112,6 +116,7 @@ pub async fn analyze(
         sentence_language: r.sentence_language.unwrap_or_else(|| "en".into()),
         normalize_accents: false,
         smart_merging: false,
+        safety_sweep: false,
     };
     let mut warnings = Vec::new();
     if r.use_fast_tokenizer == Some(false) {
@@ -153,7 +158,25 @@ pub async fn analyze(
 }
 
 /// Languages for which accents are stripped when `normalize_accents` is null.
-const AUTO_ACCENT_LANGS: &[&str] = &["es"];
+pub const AUTO_ACCENT_LANGS: &[&str] = &["es"];
+
+/// A warning when the model was not trained for `lang` (or does not say).
+pub fn language_warning(languages: Option<&[String]>, lang: &str) -> Option<Value> {
+    match languages {
+        Some(langs) if !langs.iter().any(|l| l == lang) => Some(json!({
+            "code": "language_not_covered",
+            "message": "The model was not trained for the requested language; recall may be low",
+            "lang": lang,
+            "model_languages": langs,
+        })),
+        None => Some(json!({
+            "code": "language_coverage_unknown",
+            "message": "The model does not declare its languages",
+            "lang": lang,
+        })),
+        _ => None,
+    }
+}
 
 pub async fn pii_extract(
     State(state): State<AppState>,
@@ -178,23 +201,12 @@ pub async fn pii_extract(
         sentence_language: lang.clone(),
         normalize_accents,
         smart_merging: r.use_smart_merging.unwrap_or(true),
+        safety_sweep: true,
     });
     let model = state.registry.acquire(&model_name, keep_alive).await?;
-    let mut warnings = Vec::new();
-    match &model.info.languages {
-        Some(langs) if !langs.iter().any(|l| l == &lang) => warnings.push(json!({
-            "code": "language_not_covered",
-            "message": "The model was not trained for the requested language; recall may be low",
-            "lang": lang,
-            "model_languages": langs,
-        })),
-        None => warnings.push(json!({
-            "code": "language_coverage_unknown",
-            "message": "The model does not declare its languages",
-            "lang": lang,
-        })),
-        _ => {}
-    }
+    let warnings: Vec<Value> = language_warning(model.info.languages.as_deref(), &lang)
+        .into_iter()
+        .collect();
     let pipeline = state
         .pipelines
         .get("pii_extract")

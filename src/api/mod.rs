@@ -2,6 +2,7 @@
 //! validate, pick the pipeline, run it, shape the response.
 
 mod body;
+mod deidentify;
 mod detect;
 mod error;
 mod ops;
@@ -23,13 +24,14 @@ pub use error::ApiError;
 pub use state::{AppState, Readiness};
 
 use crate::config::Settings;
+use crate::deid::policy::Policies;
 use crate::inference::{
     KeepAlive, ModelRegistry, OrtRuntime, RegistryLimits, SessionOptions, spawn_reaper,
 };
 use crate::pipeline::Pipelines;
 
 /// The pipelines the routes need.
-pub const REQUIRED_PIPELINES: &[&str] = &["analyze", "pii_extract"];
+pub const REQUIRED_PIPELINES: &[&str] = &["analyze", "pii_extract", "pii_deidentify"];
 
 static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -39,7 +41,7 @@ pub fn router(state: AppState) -> Router {
         .route("/analyze", post(detect::analyze))
         .route("/pii/extract", post(detect::pii_extract))
         .route("/pii/extract/stream", post(pending::extract_stream))
-        .route("/pii/deidentify", post(pending::deidentify))
+        .route("/pii/deidentify", post(deidentify::deidentify))
         .route("/pii/deidentify/stream", post(pending::deidentify_stream))
         .route("/jobs", post(pending::jobs_create))
         .route("/jobs/{job_id}", get(pending::job_get))
@@ -101,6 +103,8 @@ pub enum StartError {
     Inference(#[from] crate::inference::InferenceError),
     #[error(transparent)]
     Pipeline(#[from] crate::pipeline::PipelineError),
+    #[error(transparent)]
+    Policy(#[from] crate::deid::policy::PolicyError),
 }
 
 /// Builds the state from settings: runtime, pipelines (checked), registry and its reaper.
@@ -117,6 +121,7 @@ pub fn build_state(settings: Settings) -> Result<AppState, StartError> {
         },
     )?;
     let pipelines = Pipelines::load(&settings.pipelines_dir, REQUIRED_PIPELINES)?;
+    let policies = Policies::load(&settings.pipelines_dir.join("policies"))?;
     let registry = ModelRegistry::new(
         runtime,
         settings.models_dir.clone(),
@@ -134,6 +139,7 @@ pub fn build_state(settings: Settings) -> Result<AppState, StartError> {
         settings: Arc::new(settings),
         registry,
         pipelines: Arc::new(pipelines),
+        policies: Arc::new(policies),
         readiness: Arc::new(Readiness::default()),
     };
     spawn_preload(state.clone());

@@ -37,12 +37,6 @@ pending_post!(
     4
 );
 pending_post!(
-    deidentify,
-    schemas::PII_DEIDENTIFY,
-    "POST /pii/deidentify",
-    3
-);
-pending_post!(
     deidentify_stream,
     schemas::PII_DEIDENTIFY_STREAM,
     "POST /pii/deidentify/stream",

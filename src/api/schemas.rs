@@ -92,7 +92,9 @@ const DEID_OPTIONS: [Field; 13] = {
     let [_, b, c, d, e, f] = pii_common!();
     [
         Field::opt("confidence_threshold", Ty::Num).bounded(UNIT),
-        Field::opt("date_shift_days", Ty::Int).nullable(),
+        Field::opt("date_shift_days", Ty::Int)
+            .nullable()
+            .bounded(&[Bound::Ge(-36500.0), Bound::Le(36500.0)]),
         Field::opt("keep_mapping", Ty::Bool),
         Field::opt("keep_year", Ty::Bool),
         b,

@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::config::Settings;
+use crate::deid::policy::Policies;
 use crate::inference::ModelRegistry;
 use crate::pipeline::Pipelines;
 
@@ -12,6 +13,7 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     pub registry: Arc<ModelRegistry>,
     pub pipelines: Arc<Pipelines>,
+    pub policies: Arc<Policies>,
     pub readiness: Arc<Readiness>,
 }
 

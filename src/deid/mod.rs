@@ -1,5 +1,16 @@
-//! De-identification vocabulary that needs no model: canonical labels and their HIPAA classes.
+//! De-identification that needs no model: canonical labels and their HIPAA classes,
+//! deterministic recognizers with validators, date handling, surrogates, policies and the
+//! operators that rewrite text.
 
+pub mod dates;
 mod labels;
+mod recognizers;
+mod validators;
 
-pub use labels::{CanonicalLabel, canonical_label};
+pub use labels::{CANONICAL, CanonicalLabel, HIPAA_CLASSES, canonical_label, is_canonical};
+pub use recognizers::{Finding, RecognizerError, Recognizers};
+pub use validators::Validator;
+pub mod operators;
+pub mod options;
+pub mod policy;
+pub mod surrogates;

@@ -10,9 +10,10 @@ use std::sync::Arc;
 
 pub use spec::{Kind, PipelineSpec, StageSpec};
 
+use crate::deid::{RecognizerError, Recognizers};
 use crate::inference::LoadedModel;
 use crate::stages::{
-    RunOptions, Spans, StageError, TextView, aggregate, infer, merge, tokens, window,
+    RunOptions, Spans, StageError, TextView, aggregate, infer, merge, recognize, tokens, window,
 };
 
 /// Why a pipeline definition was refused.
@@ -22,6 +23,8 @@ pub enum PipelineError {
     Invalid { file: String, message: String },
     #[error("pipeline `{0}` is required but not defined")]
     Missing(String),
+    #[error(transparent)]
+    Recognizers(#[from] RecognizerError),
 }
 
 /// A checked pipeline.
@@ -29,6 +32,7 @@ pub enum PipelineError {
 pub struct Pipeline {
     pub name: String,
     stages: Vec<StageSpec>,
+    recognizers: Arc<Recognizers>,
 }
 
 enum Payload {
@@ -41,7 +45,11 @@ enum Payload {
 
 impl Pipeline {
     /// Checks that stage kinds chain from text to spans with exactly one inference stage.
-    pub fn check(spec: PipelineSpec, file: &str) -> Result<Self, PipelineError> {
+    pub fn check(
+        spec: PipelineSpec,
+        file: &str,
+        recognizers: Arc<Recognizers>,
+    ) -> Result<Self, PipelineError> {
         let invalid = |message: String| PipelineError::Invalid {
             file: file.to_string(),
             message,
@@ -76,6 +84,7 @@ impl Pipeline {
         Ok(Self {
             name: spec.name,
             stages: spec.stages,
+            recognizers,
         })
     }
 
@@ -216,6 +225,7 @@ impl Pipeline {
                         tokens: scores.tokens.len(),
                         windows: scores.windows,
                         sentences: scores.tokens.sentence_bytes.len() + 1,
+                        ..Default::default()
                     },
                 })
             }
@@ -237,20 +247,39 @@ impl Pipeline {
                     threshold: opts.confidence_threshold,
                 },
             )),
+            (
+                StageSpec::Recognize {
+                    smart_merging,
+                    safety_sweep,
+                    join_names,
+                },
+                Payload::Spans(spans),
+            ) => Payload::Spans(recognize::recognize(
+                spans,
+                &self.recognizers,
+                recognize::RecognizeParams {
+                    smart_merging: smart_merging.unwrap_or(opts.smart_merging),
+                    safety_sweep: safety_sweep.unwrap_or(opts.safety_sweep),
+                    join_names: *join_names,
+                },
+            )),
             _ => return Err(wrong()),
         })
     }
 }
 
 /// The pipelines the service serves, by name.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Pipelines {
     by_name: BTreeMap<String, Arc<Pipeline>>,
+    pub recognizers: Arc<Recognizers>,
 }
 
 impl Pipelines {
-    /// Loads and checks every `*.toml` in `dir`, then requires the named ones.
+    /// Loads and checks every `*.toml` in `dir` and the recognizer table in `dir/recognizers`,
+    /// then requires the named pipelines.
     pub fn load(dir: &Path, required: &[&str]) -> Result<Self, PipelineError> {
+        let recognizers = Arc::new(Recognizers::load(&dir.join("recognizers"))?);
         let mut by_name = BTreeMap::new();
         let entries = std::fs::read_dir(dir).map_err(|e| PipelineError::Invalid {
             file: dir.display().to_string(),
@@ -272,7 +301,7 @@ impl Pipelines {
                 file: file.clone(),
                 message: e.to_string(),
             })?;
-            let pipeline = Pipeline::check(spec, &file)?;
+            let pipeline = Pipeline::check(spec, &file, recognizers.clone())?;
             by_name.insert(pipeline.name.clone(), Arc::new(pipeline));
         }
         for name in required {
@@ -280,7 +309,10 @@ impl Pipelines {
                 return Err(PipelineError::Missing(name.to_string()));
             }
         }
-        Ok(Self { by_name })
+        Ok(Self {
+            by_name,
+            recognizers,
+        })
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<Pipeline>> {
@@ -299,6 +331,7 @@ mod tests {
                 message: e.to_string(),
             })?,
             "t",
+            Arc::new(Recognizers::builtin().map_err(PipelineError::from)?),
         )
     }
 
@@ -306,7 +339,7 @@ mod tests {
     fn shipped_pipelines_check() {
         let p = Pipelines::load(
             Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/pipelines")),
-            &["analyze", "pii_extract"],
+            &["analyze", "pii_extract", "pii_deidentify"],
         );
         assert!(p.is_ok(), "{p:?}");
     }

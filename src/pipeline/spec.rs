@@ -54,6 +54,13 @@ pub enum StageSpec {
         group_entities: Option<bool>,
         smart_merging: Option<bool>,
     },
+    /// Spans → Spans: recognizer findings merged with model spans, and the safety sweep.
+    Recognize {
+        smart_merging: Option<bool>,
+        safety_sweep: Option<bool>,
+        #[serde(default)]
+        join_names: bool,
+    },
 }
 
 fn yes() -> bool {
@@ -68,7 +75,7 @@ impl StageSpec {
             Self::Window { .. } => (Kind::Tokens, Kind::Windows),
             Self::Infer => (Kind::Windows, Kind::Scores),
             Self::Aggregate { .. } => (Kind::Scores, Kind::Spans),
-            Self::Merge { .. } => (Kind::Spans, Kind::Spans),
+            Self::Merge { .. } | Self::Recognize { .. } => (Kind::Spans, Kind::Spans),
         }
     }
 
@@ -80,6 +87,7 @@ impl StageSpec {
             Self::Infer => "infer",
             Self::Aggregate { .. } => "aggregate",
             Self::Merge { .. } => "merge",
+            Self::Recognize { .. } => "recognize",
         }
     }
 }

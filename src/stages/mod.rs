@@ -1,13 +1,14 @@
 //! The typed stages of the detection pipeline:
 //!
 //! Text ─normalize─▶ Text ─tokenize─▶ Tokens ─window─▶ Windows ─infer─▶ TokenScores
-//!      ─aggregate─▶ Spans ─merge─▶ Spans
+//!      ─aggregate─▶ Spans ─merge─▶ Spans ─recognize─▶ Spans
 //!
 //! Each stage takes one item type and yields another; `pipeline` checks their order at start-up.
 
 pub mod aggregate;
 pub mod infer;
 pub mod merge;
+pub mod recognize;
 pub mod sentence;
 pub mod span;
 pub mod text;
@@ -42,6 +43,7 @@ pub struct RunOptions {
     pub sentence_language: String,
     pub normalize_accents: bool,
     pub smart_merging: bool,
+    pub safety_sweep: bool,
 }
 
 impl Default for RunOptions {
@@ -55,6 +57,7 @@ impl Default for RunOptions {
             sentence_language: "en".into(),
             normalize_accents: false,
             smart_merging: false,
+            safety_sweep: false,
         }
     }
 }

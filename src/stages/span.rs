@@ -21,6 +21,8 @@ pub struct Span {
     pub label: String,
     pub score: f32,
     pub source: Source,
+    /// The recognizer pattern that found or confirmed it, if any.
+    pub pattern: Option<Arc<str>>,
 }
 
 impl Span {
@@ -31,6 +33,7 @@ impl Span {
             label: label.into(),
             score,
             source: Source::Model,
+            pattern: None,
         }
     }
 }
@@ -50,4 +53,8 @@ pub struct RunStats {
     pub tokens: usize,
     pub windows: usize,
     pub sentences: usize,
+    /// Recognizer findings the safety sweep added (the model had nothing there).
+    pub sweep_added: usize,
+    /// Model spans widened or joined by recognizer findings (smart merging, sweep overlaps).
+    pub pattern_merged: usize,
 }

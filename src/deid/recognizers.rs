@@ -1,0 +1,587 @@
+//! Deterministic recognizers: one table of regex patterns with validators and context words,
+//! loaded from `pipelines/recognizers/*.toml` and checked at start-up. They find what the model
+//! does not know (dates, ages, record numbers…) and re-find what it misses.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use regex::Regex;
+use serde::Deserialize;
+
+use super::labels;
+use super::validators::Validator;
+
+/// Why a recognizer file was refused.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct RecognizerError {
+    pub file: String,
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSpec {
+    version: String,
+    #[serde(default)]
+    vars: BTreeMap<String, String>,
+    #[serde(default)]
+    pattern: Vec<PatternSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PatternSpec {
+    id: String,
+    label: String,
+    regex: String,
+    score: f32,
+    #[serde(default)]
+    priority: i32,
+    validator: Option<Validator>,
+    #[serde(default)]
+    context: Vec<String>,
+    #[serde(default)]
+    context_boost: f32,
+    #[serde(default)]
+    requires_context: bool,
+    context_chars: Option<usize>,
+}
+
+/// One compiled pattern.
+#[derive(Debug)]
+struct Pattern {
+    id: Arc<str>,
+    label: &'static str,
+    regex: Regex,
+    score: f32,
+    priority: i32,
+    validator: Option<Validator>,
+    context: Vec<String>,
+    context_boost: f32,
+    requires_context: bool,
+    context_chars: usize,
+}
+
+/// One recognizer finding, in byte offsets of the text it was found in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Finding {
+    pub start: usize,
+    pub end: usize,
+    /// A canonical label.
+    pub label: &'static str,
+    pub score: f32,
+    pub pattern: Arc<str>,
+    pub priority: i32,
+}
+
+/// The loaded pattern table.
+#[derive(Debug)]
+pub struct Recognizers {
+    patterns: Vec<Pattern>,
+    /// The versions of the loaded files, joined: reported with sweep results.
+    pub version: String,
+}
+
+const DEFAULT_CONTEXT_CHARS: usize = 40;
+
+impl Recognizers {
+    /// Loads every `*.toml` file of `dir`, in name order.
+    pub fn load(dir: &Path) -> Result<Self, RecognizerError> {
+        let err = |file: &Path, message: String| RecognizerError {
+            file: file.display().to_string(),
+            message,
+        };
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .map_err(|e| err(dir, format!("cannot read recognizers directory: {e}")))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .collect();
+        files.sort();
+        if files.is_empty() {
+            return Err(err(dir, "no recognizer files (*.toml)".into()));
+        }
+        let mut sources = Vec::new();
+        for f in &files {
+            let src = std::fs::read_to_string(f).map_err(|e| err(f, e.to_string()))?;
+            sources.push((f.display().to_string(), src));
+        }
+        Self::from_sources(&sources)
+    }
+
+    /// Builds the table from (file name, TOML text) pairs.
+    pub fn from_sources(sources: &[(String, String)]) -> Result<Self, RecognizerError> {
+        let mut patterns = Vec::new();
+        let mut versions = Vec::new();
+        let mut ids = HashSet::new();
+        for (file, src) in sources {
+            let err = |message: String| RecognizerError {
+                file: file.clone(),
+                message,
+            };
+            let spec: FileSpec = toml::from_str(src).map_err(|e| err(e.to_string()))?;
+            versions.push(spec.version);
+            for p in spec.pattern {
+                let at = |m: String| err(format!("pattern `{}`: {m}", p.id));
+                if !ids.insert(p.id.clone()) {
+                    return Err(at("duplicate id".into()));
+                }
+                if !labels::is_canonical(&p.label) {
+                    return Err(at(format!("`{}` is not a canonical label", p.label)));
+                }
+                if !(0.0..=1.0).contains(&p.score) {
+                    return Err(at("score must be within 0..1".into()));
+                }
+                let source = expand(&p.regex, &spec.vars).map_err(at)?;
+                let regex = Regex::new(&source).map_err(|e| at(e.to_string()))?;
+                if p.requires_context && p.context.is_empty() {
+                    return Err(at("requires_context without context words".into()));
+                }
+                patterns.push(Pattern {
+                    id: Arc::from(p.id.as_str()),
+                    label: labels::canonical_label(&p.label).name,
+                    regex,
+                    score: p.score,
+                    priority: p.priority,
+                    validator: p.validator,
+                    context: p.context.iter().map(|w| w.to_lowercase()).collect(),
+                    context_boost: p.context_boost,
+                    requires_context: p.requires_context,
+                    context_chars: p.context_chars.unwrap_or(DEFAULT_CONTEXT_CHARS),
+                });
+            }
+        }
+        Ok(Self {
+            patterns,
+            version: versions.join("+"),
+        })
+    }
+
+    /// The shipped English table (tests and benches).
+    pub fn builtin() -> Result<Self, RecognizerError> {
+        Self::from_sources(&[(
+            "en.toml".into(),
+            include_str!("../../pipelines/recognizers/en.toml").into(),
+        )])
+    }
+
+    pub fn len(&self) -> usize {
+        self.patterns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
+    /// Every validated finding, overlaps resolved: higher priority wins, then higher score,
+    /// then the longer match, then the earlier one. Sorted by start.
+    pub fn find(&self, text: &str) -> Vec<Finding> {
+        let mut all = Vec::new();
+        for p in &self.patterns {
+            for caps in p.regex.captures_iter(text) {
+                let Some(m) = caps.name("id").or_else(|| caps.get(0)) else {
+                    continue;
+                };
+                let (start, end) = trim_match(text, m.start(), m.end());
+                if start >= end {
+                    continue;
+                }
+                let value = &text[start..end];
+                if p.validator.is_some_and(|v| !v.check(value)) {
+                    continue;
+                }
+                let has_context = !p.context.is_empty()
+                    && has_context_word(text, caps.get(0).map_or(start, |m| m.start()), p);
+                if p.requires_context && !has_context {
+                    continue;
+                }
+                let score = if has_context {
+                    (p.score + p.context_boost).min(1.0)
+                } else {
+                    p.score
+                };
+                all.push(Finding {
+                    start,
+                    end,
+                    label: p.label,
+                    score,
+                    pattern: p.id.clone(),
+                    priority: p.priority,
+                });
+            }
+        }
+        all.sort_by(|a, b| {
+            b.priority
+                .cmp(&a.priority)
+                .then(b.score.total_cmp(&a.score))
+                .then((b.end - b.start).cmp(&(a.end - a.start)))
+                .then(a.start.cmp(&b.start))
+        });
+        let mut taken: Vec<Finding> = Vec::with_capacity(all.len());
+        for f in all {
+            if !taken.iter().any(|t| f.start < t.end && t.start < f.end) {
+                taken.push(f);
+            }
+        }
+        taken.sort_by_key(|f| (f.start, f.end));
+        taken
+    }
+}
+
+/// Replaces `{{name}}` with the file's variable of that name.
+fn expand(regex: &str, vars: &BTreeMap<String, String>) -> Result<String, String> {
+    let mut out = String::with_capacity(regex.len());
+    let mut rest = regex;
+    while let Some(i) = rest.find("{{") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let j = after
+            .find("}}")
+            .ok_or_else(|| "unclosed `{{` in regex".to_string())?;
+        let name = &after[..j];
+        let value = vars
+            .get(name)
+            .ok_or_else(|| format!("unknown variable `{name}`"))?;
+        out.push_str(value);
+        rest = &after[j + 2..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Drops surrounding whitespace and trailing sentence punctuation (a URL or plate at the end of
+/// a sentence does not own the full stop; an unbalanced closing bracket is not part of it).
+fn trim_match(text: &str, mut start: usize, mut end: usize) -> (usize, usize) {
+    let s = &text[start..end];
+    start += s.len() - s.trim_start().len();
+    loop {
+        let s = &text[start..end];
+        let Some(c) = s.chars().next_back() else {
+            break;
+        };
+        let unbalanced = |open: char, close: char| {
+            c == close && s.matches(open).count() < s.matches(close).count()
+        };
+        if c.is_whitespace()
+            || matches!(c, ',' | ';' | ':' | '!' | '?' | '"' | '\'' | '”' | '’')
+            || (c == '.' && !s.ends_with("..") && !is_abbreviation_dot(s))
+            || unbalanced('(', ')')
+            || unbalanced('[', ']')
+        {
+            end -= c.len_utf8();
+        } else {
+            break;
+        }
+    }
+    (start, end)
+}
+
+/// A final dot that belongs to the match: "St." or "p.m." (a letter right before, and either a
+/// short word or another dot in the last word).
+fn is_abbreviation_dot(s: &str) -> bool {
+    let body = &s[..s.len() - 1];
+    let last_word = body.rsplit([' ', '\t']).next().unwrap_or(body);
+    let letters = last_word.chars().all(|c| c.is_alphabetic() || c == '.');
+    letters
+        && !last_word.contains('/')
+        && (last_word.contains('.') || last_word.chars().count() <= 4)
+}
+
+/// Whether one of the pattern's context words stands, as a whole word, just before the match:
+/// within `context_chars`, on the same line, and after the previous number (so a label such as
+/// "Fax:" does not also claim the next number on the line).
+fn has_context_word(text: &str, match_start: usize, p: &Pattern) -> bool {
+    let before = &text[..match_start];
+    let from = before
+        .char_indices()
+        .rev()
+        .nth(p.context_chars.saturating_sub(1))
+        .map_or(0, |(i, _)| i);
+    let mut window = &before[from..];
+    if let Some(nl) = window.rfind('\n') {
+        window = &window[nl + 1..];
+    }
+    if let Some(d) = window.rfind(|c: char| c.is_ascii_digit()) {
+        window = &window[d + 1..];
+    }
+    let window = window.to_lowercase();
+    p.context.iter().any(|w| contains_word(&window, w))
+}
+
+fn contains_word(hay: &str, word: &str) -> bool {
+    hay.match_indices(word).any(|(i, _)| {
+        let before = hay[..i].chars().next_back();
+        let after = hay[i + word.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> Recognizers {
+        Recognizers::builtin().expect("shipped recognizers load")
+    }
+
+    /// (pattern id, label, text) of every finding.
+    fn found(text: &str) -> Vec<(String, &'static str, String)> {
+        table()
+            .find(text)
+            .into_iter()
+            .map(|f| {
+                (
+                    f.pattern.to_string(),
+                    f.label,
+                    text[f.start..f.end].to_string(),
+                )
+            })
+            .collect()
+    }
+
+    fn finds(text: &str, label: &str, value: &str) {
+        let got = found(text);
+        assert!(
+            got.iter().any(|(_, l, v)| *l == label && v == value),
+            "expected {label} `{value}` in {text:?}, got {got:?}"
+        );
+    }
+
+    fn finds_nothing(text: &str) {
+        let got = found(text);
+        assert!(got.is_empty(), "expected nothing in {text:?}, got {got:?}");
+    }
+
+    #[test]
+    fn dates_in_clinical_forms() {
+        for (t, v) in [
+            ("seen on 2021-03-15 in clinic", "2021-03-15"),
+            ("DOB: 03/15/1950.", "03/15/1950"),
+            ("dated 3/15/21, signed", "3/15/21"),
+            ("on 15.03.2021 she", "15.03.2021"),
+            ("admitted March 15, 2021 with", "March 15, 2021"),
+            ("admitted Mar. 15 2021 with", "Mar. 15 2021"),
+            ("on 15-Mar-2021 the", "15-Mar-2021"),
+            ("on 15 MARCH 2021 the", "15 MARCH 2021"),
+            ("on the 3rd of May 2021 we", "3rd of May 2021"),
+            ("since May 3rd, 2021.", "May 3rd, 2021"),
+            ("last seen 05/2021 by", "05/2021"),
+            ("last seen May 2021 by", "May 2021"),
+            ("on Monday, March 15, 2021 at", "Monday, March 15, 2021"),
+            ("on Sept 3, 2021 at", "Sept 3, 2021"),
+        ] {
+            finds(t, "DATE", v);
+        }
+    }
+
+    #[test]
+    fn clinical_numbers_are_not_dates_or_times() {
+        for t in [
+            "BP 120/80, HR 72, SpO2 98%",
+            "take 5 mg twice",
+            "3/4 tablets",
+            "ratio 1:2",
+            "A1c 7.2",
+            "ICD E11.9",
+            "Gleason 3+4",
+            "in 2019 she moved",
+            "for 3 days",
+            "may 2 tablets be given",
+        ] {
+            finds_nothing(t);
+        }
+    }
+
+    #[test]
+    fn times_and_ages() {
+        finds("arrived at 10:30 today", "TIME", "10:30");
+        finds("arrived at 2:30 PM today", "TIME", "2:30 PM");
+        finds("at 0830 hours", "TIME", "0830 hours");
+        finds("a 92 y/o woman", "AGE", "92");
+        finds("aged 91, lives alone", "AGE", "91");
+        finds("45-year-old man", "AGE", "45");
+        finds("67 yo M", "AGE", "67");
+        finds("Age: 88", "AGE", "88");
+        finds_nothing("given 130 units");
+    }
+
+    #[test]
+    fn contacts() {
+        finds("call (617) 555-0143 now", "PHONE", "(617) 555-0143");
+        finds("call 617-555-0143.", "PHONE", "617-555-0143");
+        finds("call 617.555.0143.", "PHONE", "617.555.0143");
+        finds("call +1 617 555 0143.", "PHONE", "+1 617 555 0143");
+        finds("UK +44 20 7946 0958.", "PHONE", "+44 20 7946 0958");
+        finds(
+            "Tel: 617-555-0143, Fax: 617-555-0199",
+            "FAX",
+            "617-555-0199",
+        );
+        finds(
+            "Tel: 617-555-0143, Fax: 617-555-0199",
+            "PHONE",
+            "617-555-0143",
+        );
+        finds(
+            "Fax: 617-555-0199, tel 617-555-0143",
+            "PHONE",
+            "617-555-0143",
+        );
+        finds("phone 6175550143", "PHONE", "6175550143");
+        finds_nothing("order 6175550143");
+        finds(
+            "mail john.smith@example.com.",
+            "EMAIL",
+            "john.smith@example.com",
+        );
+        finds(
+            "mail josé.muñoz@hospital.org",
+            "EMAIL",
+            "josé.muñoz@hospital.org",
+        );
+        finds(
+            "see https://portal.example.org/u/jsmith.",
+            "URL",
+            "https://portal.example.org/u/jsmith",
+        );
+        finds("(www.johnsmithblog.net)", "URL", "www.johnsmithblog.net");
+        finds("from 192.168.10.20 at", "IP_ADDRESS", "192.168.10.20");
+        finds(
+            "from 2001:db8::8a2e:370:7334 at",
+            "IP_ADDRESS",
+            "2001:db8::8a2e:370:7334",
+        );
+        finds("MAC 00:1A:2B:3C:4D:5E", "MAC_ADDRESS", "00:1A:2B:3C:4D:5E");
+        finds_nothing("version 1.2.3");
+        assert!(
+            found("at 10:30:15 sharp")
+                .iter()
+                .all(|(_, l, _)| *l == "TIME")
+        );
+    }
+
+    #[test]
+    fn numbers_with_checksums() {
+        finds("SSN 123-45-6789", "SSN", "123-45-6789");
+        finds("ssn: 123456789", "SSN", "123456789");
+        finds_nothing("ref 666-12-3456");
+        finds(
+            "card 4111 1111 1111 1111 on file",
+            "CREDIT_CARD",
+            "4111 1111 1111 1111",
+        );
+        finds_nothing("card 4111 1111 1111 1112 on file");
+        finds(
+            "IBAN GB82 WEST 1234 5698 7654 32.",
+            "IBAN",
+            "GB82 WEST 1234 5698 7654 32",
+        );
+        finds("NPI: 1234567893", "NPI", "1234567893");
+        finds_nothing("NPI: 1234567890");
+        finds("DEA AB1234563", "LICENSE_NUMBER", "AB1234563");
+        finds("VIN 1HGCM82633A004352", "VEHICLE_ID", "1HGCM82633A004352");
+        finds(
+            "car 1HGCM82633A004352 parked",
+            "VEHICLE_ID",
+            "1HGCM82633A004352",
+        );
+    }
+
+    #[test]
+    fn record_numbers_need_their_context() {
+        finds("MRN: 4829173", "MEDICAL_RECORD_NUMBER", "4829173");
+        finds(
+            "medical record #A1234567",
+            "MEDICAL_RECORD_NUMBER",
+            "A1234567",
+        );
+        finds(
+            "Member ID: XJH123456789",
+            "HEALTH_PLAN_NUMBER",
+            "XJH123456789",
+        );
+        finds("Medicaid # 99887766A", "HEALTH_PLAN_NUMBER", "99887766A");
+        finds("Acct #: 00123456789", "ACCOUNT_NUMBER", "00123456789");
+        finds("DL# S123-4567-8901", "DRIVERS_LICENSE", "S123-4567-8901");
+        finds("medical license MD123456", "LICENSE_NUMBER", "MD123456");
+        finds("license plate ABC-1234 seen", "LICENSE_PLATE", "ABC-1234");
+        finds("pacemaker serial PM-88231-XZ", "DEVICE_ID", "PM-88231-XZ");
+        finds(
+            "fingerprint template ID FP-00912-AC",
+            "BIOMETRIC_ID",
+            "FP-00912-AC",
+        );
+        finds(
+            "photograph on file: IMG_20210315_0932.jpg",
+            "PHOTO",
+            "IMG_20210315_0932.jpg",
+        );
+        finds("portal username jsmith82", "USERNAME", "jsmith82");
+        finds("passport number X12345678", "PASSPORT", "X12345678");
+        finds("EIN 12-3456789", "TAX_ID", "12-3456789");
+        finds_nothing("plan of care discussed");
+        finds_nothing("attached report.pdf");
+    }
+
+    #[test]
+    fn places_names_and_organizations() {
+        finds("Boston, MA 02139-4307", "ZIP_CODE", "02139-4307");
+        finds("Boston, MA 02139", "CITY", "Boston");
+        finds("ZIP 02139", "ZIP_CODE", "02139");
+        finds_nothing("glucose 02139");
+        finds(
+            "lives at 123 Main Street with",
+            "STREET_ADDRESS",
+            "123 Main Street",
+        );
+        finds("4 Elm St. Apt 4B", "STREET_ADDRESS", "4 Elm St.");
+        finds("4 Elm St. Apt 4B", "SECONDARY_ADDRESS", "Apt 4B");
+        finds("lives in São Paulo now", "CITY", "São Paulo");
+        finds(
+            "admitted to St. Mary's Medical Center.",
+            "ORGANIZATION",
+            "St. Mary's Medical Center",
+        );
+        finds("seen by Dr. José Muñoz today", "NAME", "José Muñoz");
+        finds("Emergency contact: Zoë Ångström", "NAME", "Zoë Ångström");
+    }
+
+    #[test]
+    fn bad_files_are_refused_with_the_reason() {
+        let bad = |src: &str| {
+            Recognizers::from_sources(&[("x.toml".into(), src.into())])
+                .unwrap_err()
+                .to_string()
+        };
+        let head = "version = \"t\"\n[[pattern]]\nid = \"a\"\nscore = 0.5\n";
+        assert!(bad(&format!("{head}label = \"NOPE\"\nregex = \"x\"\n")).contains("canonical"));
+        assert!(bad(&format!("{head}label = \"DATE\"\nregex = \"(\"\n")).contains("pattern `a`"));
+        assert!(
+            bad(&format!(
+                "{head}label = \"DATE\"\nregex = \"{{{{nope}}}}\"\n"
+            ))
+            .contains("unknown variable")
+        );
+        assert!(
+            bad(&format!(
+                "{head}label = \"DATE\"\nregex = \"x\"\nvalidator = \"magic\"\n"
+            ))
+            .contains("magic")
+        );
+        let twice = format!(
+            "{head}label = \"DATE\"\nregex = \"x\"\n{}label = \"DATE\"\nregex = \"y\"\n",
+            &head[14..]
+        );
+        assert!(bad(&twice).contains("duplicate"));
+    }
+
+    #[test]
+    fn every_finding_carries_its_pattern_and_score() {
+        let f = table().find("DOB 03/15/1950");
+        assert_eq!(f.len(), 1);
+        assert_eq!(&*f[0].pattern, "date_numeric");
+        assert!(f[0].score > 0.85);
+    }
+}

@@ -1,0 +1,353 @@
+//! Recognize: Spans → Spans. Runs the deterministic recognizers over the original text and
+//! combines their findings with the model's spans.
+//!
+//! - Smart merging: model fragments that overlap one finding (`(617)` + `555-0143` inside one
+//!   phone number, `01` + `/15/1970` inside one date) become one span covering the finding and
+//!   every fragment. The model's label is kept when it names the same kind of identifier (same
+//!   canonical label or HIPAA class), else the finding's label is used.
+//! - Name joining (when the pipeline asks): a given name followed on the same line by a surname
+//!   becomes one NAME span.
+//! - Safety sweep: findings the model missed are added. A finding that overlaps model spans
+//!   widens them to the union and the model's label stays (model spans win ties). Validators have
+//!   already decided which findings exist.
+//!
+//! Overlap rule, applied last: spans that still overlap become their union, labelled by the
+//! model span if there is one, else by the higher score. Nothing here ever shrinks a span, so
+//! the characters covered never decrease.
+
+use super::span::{Source, Span, Spans};
+use crate::deid::{Finding, Recognizers, canonical_label};
+
+/// What the recognize stage does, from the pipeline and the request.
+#[derive(Clone, Copy, Debug)]
+pub struct RecognizeParams {
+    pub smart_merging: bool,
+    pub safety_sweep: bool,
+    pub join_names: bool,
+}
+
+pub fn recognize(mut spans: Spans, recognizers: &Recognizers, p: RecognizeParams) -> Spans {
+    if !p.smart_merging && !p.safety_sweep && !p.join_names {
+        return spans;
+    }
+    let text = spans.original.clone();
+    let findings = if p.smart_merging || p.safety_sweep {
+        recognizers.find(&text)
+    } else {
+        Vec::new()
+    };
+    let mut v = std::mem::take(&mut spans.spans);
+    v.sort_by_key(|s| (s.start, s.end));
+    let mut rest = Vec::with_capacity(findings.len());
+    for f in findings {
+        let overlapping: Vec<usize> = (0..v.len()).filter(|&i| overlaps(&v[i], &f)).collect();
+        if overlapping.is_empty() {
+            rest.push(f);
+            continue;
+        }
+        if !p.smart_merging && !p.safety_sweep {
+            continue;
+        }
+        // With smart merging the finding decides the label when the model's names another kind
+        // of identifier; in the sweep alone the model's label stands.
+        let merged = absorb(&v, &overlapping, &f, p.smart_merging);
+        spans.stats.pattern_merged += 1;
+        for &i in overlapping.iter().rev() {
+            v.remove(i);
+        }
+        let at = v.partition_point(|s| (s.start, s.end) < (merged.start, merged.end));
+        v.insert(at, merged);
+    }
+    if p.safety_sweep {
+        for f in rest {
+            spans.stats.sweep_added += 1;
+            v.push(Span {
+                start: f.start,
+                end: f.end,
+                label: f.label.to_string(),
+                score: f.score,
+                source: Source::Pattern,
+                pattern: Some(f.pattern.clone()),
+            });
+        }
+    }
+    v.sort_by_key(|s| (s.start, s.end));
+    if p.join_names {
+        v = join_names(&text, v);
+    }
+    spans.spans = coalesce(v);
+    spans
+}
+
+fn overlaps(s: &Span, f: &Finding) -> bool {
+    s.start < f.end && f.start < s.end
+}
+
+/// One span covering the finding and the model spans it overlaps.
+fn absorb(v: &[Span], idx: &[usize], f: &Finding, finding_decides: bool) -> Span {
+    let finding_canon = canonical_label(f.label);
+    let best = idx
+        .iter()
+        .map(|&i| &v[i])
+        .max_by(|a, b| a.score.total_cmp(&b.score))
+        .cloned();
+    let compatible = idx.iter().map(|&i| &v[i]).find(|s| {
+        let c = canonical_label(&s.label);
+        c == finding_canon || c.hipaa_class == finding_canon.hipaa_class
+    });
+    let label = match (compatible, best.as_ref()) {
+        (Some(s), _) => s.label.clone(),
+        (None, Some(s)) if !finding_decides => s.label.clone(),
+        _ => f.label.to_string(),
+    };
+    let mean = idx.iter().map(|&i| v[i].score).sum::<f32>() / idx.len() as f32;
+    Span {
+        start: idx
+            .iter()
+            .map(|&i| v[i].start)
+            .min()
+            .unwrap_or(f.start)
+            .min(f.start),
+        end: idx
+            .iter()
+            .map(|&i| v[i].end)
+            .max()
+            .unwrap_or(f.end)
+            .max(f.end),
+        label,
+        score: mean.max(f.score),
+        source: Source::Both,
+        pattern: Some(f.pattern.clone()),
+    }
+}
+
+/// A given name directly followed (spaces or tabs only) by a surname becomes one NAME span.
+fn join_names(text: &str, v: Vec<Span>) -> Vec<Span> {
+    let mut out: Vec<Span> = Vec::with_capacity(v.len());
+    for s in v {
+        if let Some(prev) = out.last_mut() {
+            let (a, b) = (
+                canonical_label(&prev.label).name,
+                canonical_label(&s.label).name,
+            );
+            let gap = text.get(prev.end..s.start).unwrap_or("\n");
+            if matches!(a, "FIRST_NAME" | "NAME")
+                && b == "LAST_NAME"
+                && !gap.is_empty()
+                && gap.chars().all(|c| c == ' ' || c == '\t')
+            {
+                prev.end = s.end;
+                prev.label = "NAME".into();
+                prev.score = prev.score.min(s.score);
+                continue;
+            }
+        }
+        out.push(s);
+    }
+    out
+}
+
+/// Overlapping spans become their union; the label of a model span beats a pattern's, then the
+/// higher score wins.
+fn coalesce(v: Vec<Span>) -> Vec<Span> {
+    let rank = |s: &Span| (s.source != Source::Pattern, s.score);
+    let mut out: Vec<Span> = Vec::with_capacity(v.len());
+    for s in v {
+        match out.last_mut() {
+            Some(prev) if s.start < prev.end => {
+                if rank(&s).0 > rank(prev).0 || (rank(&s).0 == rank(prev).0 && s.score > prev.score)
+                {
+                    prev.label = s.label.clone();
+                }
+                if s.source != prev.source {
+                    prev.source = Source::Both;
+                }
+                if prev.pattern.is_none() {
+                    prev.pattern = s.pattern.clone();
+                }
+                prev.score = prev.score.max(s.score);
+                prev.end = prev.end.max(s.end);
+            }
+            _ => out.push(s),
+        }
+    }
+    out
+}
+
+/// Characters covered by spans (the sweep's never-reduce invariant is checked against this).
+pub fn covered_bytes(v: &[Span]) -> usize {
+    let mut sorted: Vec<(usize, usize)> = v.iter().map(|s| (s.start, s.end)).collect();
+    sorted.sort_unstable();
+    let (mut total, mut reach) = (0, 0);
+    for (a, b) in sorted {
+        let a = a.max(reach);
+        if b > a {
+            total += b - a;
+            reach = b;
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stages::span::RunStats;
+    use std::sync::Arc;
+
+    fn run(text: &str, spans: Vec<Span>, p: RecognizeParams) -> Vec<(String, String, Source)> {
+        let table = Recognizers::builtin().expect("recognizers");
+        let out = recognize(
+            Spans {
+                original: Arc::from(text),
+                spans,
+                sentence_starts: vec![],
+                stats: RunStats::default(),
+            },
+            &table,
+            p,
+        );
+        out.spans
+            .iter()
+            .map(|s| (text[s.start..s.end].to_string(), s.label.clone(), s.source))
+            .collect()
+    }
+
+    const MERGE: RecognizeParams = RecognizeParams {
+        smart_merging: true,
+        safety_sweep: false,
+        join_names: false,
+    };
+    const SWEEP: RecognizeParams = RecognizeParams {
+        smart_merging: false,
+        safety_sweep: true,
+        join_names: false,
+    };
+
+    #[test]
+    fn smart_merging_joins_fragments_of_one_identifier() {
+        let t = "call (617) 555-0143 today";
+        let got = run(
+            t,
+            vec![
+                Span::model(5, 10, "PHONE", 0.9),
+                Span::model(11, 19, "PHONE", 0.8),
+            ],
+            MERGE,
+        );
+        assert_eq!(
+            got,
+            vec![("(617) 555-0143".into(), "PHONE".into(), Source::Both)]
+        );
+        let t = "DOB 01/15/1970.";
+        let got = run(
+            t,
+            vec![
+                Span::model(4, 6, "BUILDING_NUMBER", 0.6),
+                Span::model(6, 14, "ZIP_CODE", 0.5),
+            ],
+            MERGE,
+        );
+        assert_eq!(
+            got,
+            vec![("01/15/1970".into(), "DATE".into(), Source::Both)]
+        );
+    }
+
+    #[test]
+    fn smart_merging_alone_adds_nothing_new() {
+        let got = run("DOB 01/15/1970.", vec![], MERGE);
+        assert!(got.is_empty());
+    }
+
+    #[test]
+    fn sweep_adds_missed_findings_and_model_wins_ties() {
+        let t = "Ann Lee, MRN: 4829173, phone 617-555-0143";
+        let got = run(
+            t,
+            vec![
+                Span::model(0, 3, "GIVEN_NAME", 0.9),
+                Span::model(29, 32, "PHONE", 0.9),
+            ],
+            SWEEP,
+        );
+        assert_eq!(
+            got,
+            vec![
+                ("Ann".into(), "GIVEN_NAME".into(), Source::Model),
+                (
+                    "4829173".into(),
+                    "MEDICAL_RECORD_NUMBER".into(),
+                    Source::Pattern
+                ),
+                ("617-555-0143".into(), "PHONE".into(), Source::Both),
+            ]
+        );
+        // Same characters, different kind: the model's label stays.
+        let got = run(
+            "MRN: 4829173",
+            vec![Span::model(5, 12, "BANK_ACCOUNT", 0.7)],
+            SWEEP,
+        );
+        assert_eq!(
+            got,
+            vec![("4829173".into(), "BANK_ACCOUNT".into(), Source::Both)]
+        );
+    }
+
+    #[test]
+    fn sweep_never_reduces_what_is_covered() {
+        let t = "Seen 03/15/2021 by Dr. Ann Lee (617) 555-0143, SSN 123-45-6789, a@b.org";
+        let model = vec![
+            Span::model(0, 9, "CITY", 0.6),
+            Span::model(23, 30, "GIVEN_NAME", 0.9),
+            Span::model(31, 36, "PHONE", 0.9),
+            Span::model(40, 60, "TAX_ID", 0.5),
+        ];
+        let before = covered_bytes(&model);
+        let table = Recognizers::builtin().expect("recognizers");
+        for p in [
+            SWEEP,
+            MERGE,
+            RecognizeParams {
+                smart_merging: true,
+                safety_sweep: true,
+                join_names: true,
+            },
+        ] {
+            let out = recognize(
+                Spans {
+                    original: Arc::from(t),
+                    spans: model.clone(),
+                    sentence_starts: vec![],
+                    stats: RunStats::default(),
+                },
+                &table,
+                p,
+            );
+            assert!(covered_bytes(&out.spans) >= before, "{p:?}");
+            for w in out.spans.windows(2) {
+                assert!(w[0].end <= w[1].start, "overlap left in {p:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn join_names_when_asked() {
+        let t = "Ann Lee came; Ann\nLee left";
+        let spans = vec![
+            Span::model(0, 3, "GIVEN_NAME", 0.9),
+            Span::model(4, 7, "SURNAME", 0.8),
+            Span::model(14, 17, "GIVEN_NAME", 0.9),
+            Span::model(18, 21, "SURNAME", 0.9),
+        ];
+        let p = RecognizeParams {
+            smart_merging: false,
+            safety_sweep: false,
+            join_names: true,
+        };
+        let got = run(t, spans, p);
+        assert_eq!(got[0], ("Ann Lee".into(), "NAME".into(), Source::Model));
+        assert_eq!(got.len(), 3);
+    }
+}
