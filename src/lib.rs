@@ -5,6 +5,7 @@
 pub mod api;
 pub mod config;
 pub mod deid;
+pub mod eval;
 pub mod inference;
 pub mod pipeline;
 pub mod stages;

@@ -17,8 +17,7 @@ use super::detect::{AUTO_ACCENT_LANGS, entities, keep_alive_of, language_warning
 use super::error::ApiError;
 use super::schemas;
 use super::state::AppState;
-use crate::deid::canonical_label;
-use crate::deid::operators::{self, Applied, Target};
+use crate::deid::operators::Applied;
 use crate::deid::options::{self, DeidRequest, ResolveError};
 use crate::deid::policy::Method;
 use crate::stages::{Aggregation, CharIndex, RunOptions};
@@ -131,21 +130,11 @@ pub async fn deidentify(
         .pipelines
         .get("pii_deidentify")
         .ok_or_else(|| ApiError::Internal("pii_deidentify pipeline missing".into()))?;
-    let spans = pipeline
-        .run(model.arc(), Arc::from(r.text), opts.clone())
+    let done = pipeline
+        .deidentify(model.arc(), Arc::from(r.text), opts.clone(), &resolved.plan)
         .await?;
     drop(model);
-
-    let targets: Vec<Target> = spans
-        .spans
-        .iter()
-        .map(|s| Target {
-            start: s.start,
-            end: s.end,
-            label: canonical_label(&s.label),
-        })
-        .collect();
-    let outcome = operators::apply(&spans.original, &targets, &resolved.plan);
+    let (spans, outcome) = (done.spans, done.outcome);
     let out_index = CharIndex::new(&outcome.text);
     let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
     let found = entities(&spans);

@@ -466,7 +466,7 @@ mod tests {
     fn numbers_with_checksums() {
         finds("SSN 123-45-6789", "SSN", "123-45-6789");
         finds("ssn: 123456789", "SSN", "123456789");
-        finds_nothing("ref 666-12-3456");
+        finds_nothing("value 666-12-3456");
         finds(
             "card 4111 1111 1111 1111 on file",
             "CREDIT_CARD",

@@ -26,6 +26,7 @@ pub enum Validator {
     Url,
     Plate,
     AlnumMix,
+    Digits1,
     Digits2,
     Digits3,
     Digits4,
@@ -53,6 +54,7 @@ impl Validator {
             Self::AlnumMix => {
                 s.chars().any(|c| c.is_ascii_digit()) && s.chars().any(|c| c.is_ascii_alphabetic())
             }
+            Self::Digits1 => !digits(s).is_empty(),
             Self::Digits2 => digits(s).len() >= 2,
             Self::Digits3 => digits(s).len() >= 3,
             Self::Digits4 => digits(s).len() >= 4,

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 pub use spec::{Kind, PipelineSpec, StageSpec};
 
-use crate::deid::{RecognizerError, Recognizers};
+use crate::deid::operators::{self, Outcome, Plan, Target};
+use crate::deid::{RecognizerError, Recognizers, canonical_label};
 use crate::inference::LoadedModel;
 use crate::stages::{
     RunOptions, Spans, StageError, TextView, aggregate, infer, merge, recognize, tokens, window,
@@ -139,6 +140,29 @@ impl Pipeline {
         }
     }
 
+    /// Runs the pipeline, then rewrites the text as `plan` says: what every de-identifying
+    /// entry point (route, stream, job, ingestion, evaluation) calls.
+    pub async fn deidentify(
+        self: &Arc<Self>,
+        model: Arc<LoadedModel>,
+        text: Arc<str>,
+        opts: Arc<RunOptions>,
+        plan: &Plan,
+    ) -> Result<Deidentified, StageError> {
+        let spans = self.run(model, text, opts).await?;
+        let targets: Vec<Target> = spans
+            .spans
+            .iter()
+            .map(|s| Target {
+                start: s.start,
+                end: s.end,
+                label: canonical_label(&s.label),
+            })
+            .collect();
+        let outcome = operators::apply(&spans.original, &targets, plan);
+        Ok(Deidentified { spans, outcome })
+    }
+
     /// Runs the stages before inference on the calling thread: the exact windows a request
     /// would send to the model (benchmarks compare them against a plain ONNX Runtime loop).
     pub fn plan(
@@ -252,6 +276,7 @@ impl Pipeline {
                     smart_merging,
                     safety_sweep,
                     join_names,
+                    propagate,
                 },
                 Payload::Spans(spans),
             ) => Payload::Spans(recognize::recognize(
@@ -261,11 +286,20 @@ impl Pipeline {
                     smart_merging: smart_merging.unwrap_or(opts.smart_merging),
                     safety_sweep: safety_sweep.unwrap_or(opts.safety_sweep),
                     join_names: *join_names,
+                    propagate: *propagate,
                 },
             )),
             _ => return Err(wrong()),
         })
     }
+}
+
+/// A de-identified text: the spans found (bytes of the original) and, in the same order, what
+/// was done to each.
+#[derive(Debug)]
+pub struct Deidentified {
+    pub spans: Spans,
+    pub outcome: Outcome,
 }
 
 /// The pipelines the service serves, by name.

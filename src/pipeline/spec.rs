@@ -60,6 +60,8 @@ pub enum StageSpec {
         safety_sweep: Option<bool>,
         #[serde(default)]
         join_names: bool,
+        #[serde(default)]
+        propagate: bool,
     },
 }
 

@@ -5,8 +5,12 @@
 //!   phone number, `01` + `/15/1970` inside one date) become one span covering the finding and
 //!   every fragment. The model's label is kept when it names the same kind of identifier (same
 //!   canonical label or HIPAA class), else the finding's label is used.
-//! - Name joining (when the pipeline asks): a given name followed on the same line by a surname
-//!   becomes one NAME span.
+//! - Name joining (when the pipeline asks): name parts separated only by spaces, a comma
+//!   ("Smith, John") or initials ("Ana M. Ruiz") become one NAME span, and initials just before
+//!   a name ("J. Smith") join it.
+//! - Propagation (when the pipeline asks): an identifier found once is found wherever else it
+//!   occurs in the text, as whole words (a name's words one by one, other identifiers whole), so
+//!   "Giovanni" alone three lines below "Giovanni Jones" is not left behind.
 //! - Safety sweep: findings the model missed are added. A finding that overlaps model spans
 //!   widens them to the union and the model's label stays (model spans win ties). Validators have
 //!   already decided which findings exist.
@@ -24,10 +28,11 @@ pub struct RecognizeParams {
     pub smart_merging: bool,
     pub safety_sweep: bool,
     pub join_names: bool,
+    pub propagate: bool,
 }
 
 pub fn recognize(mut spans: Spans, recognizers: &Recognizers, p: RecognizeParams) -> Spans {
-    if !p.smart_merging && !p.safety_sweep && !p.join_names {
+    if !p.smart_merging && !p.safety_sweep && !p.join_names && !p.propagate {
         return spans;
     }
     let text = spans.original.clone();
@@ -75,7 +80,15 @@ pub fn recognize(mut spans: Spans, recognizers: &Recognizers, p: RecognizeParams
     if p.join_names {
         v = join_names(&text, v);
     }
-    spans.spans = coalesce(v);
+    v = coalesce(v);
+    if p.propagate {
+        let found = propagate(&text, &v);
+        spans.stats.propagated += found.len();
+        v.extend(found);
+        v.sort_by_key(|s| (s.start, s.end));
+        v = coalesce(v);
+    }
+    spans.spans = v;
     spans
 }
 
@@ -121,28 +134,170 @@ fn absorb(v: &[Span], idx: &[usize], f: &Finding, finding_decides: bool) -> Span
     }
 }
 
-/// A given name directly followed (spaces or tabs only) by a surname becomes one NAME span.
+fn is_name(s: &Span) -> bool {
+    canonical_label(&s.label).hipaa_class == "A_NAMES"
+}
+
+/// Whether `gap` may sit between two parts of one name: spaces, a comma and spaces, and
+/// initials ("M. ").
+fn name_gap(gap: &str) -> bool {
+    let rest = gap.strip_prefix(',').unwrap_or(gap);
+    if !rest.starts_with([' ', '\t']) {
+        return false;
+    }
+    let mut chars = rest.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' => {}
+            c if c.is_uppercase() && chars.peek() == Some(&'.') => {
+                chars.next();
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Initials right before a name ("J. ", "J.R. ") join it.
+fn absorb_initials(text: &str, s: &mut Span) {
+    loop {
+        let trimmed = text[..s.start].trim_end_matches([' ', '\t']);
+        let Some(head) = trimmed.strip_suffix('.') else {
+            return;
+        };
+        let mut it = head.chars().rev();
+        let Some(initial) = it.next() else {
+            return;
+        };
+        if !initial.is_uppercase() || it.next().is_some_and(char::is_alphanumeric) {
+            return;
+        }
+        s.start = head.len() - initial.len_utf8();
+    }
+}
+
+/// Name parts of one name become one NAME span.
 fn join_names(text: &str, v: Vec<Span>) -> Vec<Span> {
     let mut out: Vec<Span> = Vec::with_capacity(v.len());
-    for s in v {
-        if let Some(prev) = out.last_mut() {
-            let (a, b) = (
-                canonical_label(&prev.label).name,
-                canonical_label(&s.label).name,
-            );
-            let gap = text.get(prev.end..s.start).unwrap_or("\n");
-            if matches!(a, "FIRST_NAME" | "NAME")
-                && b == "LAST_NAME"
-                && !gap.is_empty()
-                && gap.chars().all(|c| c == ' ' || c == '\t')
-            {
-                prev.end = s.end;
-                prev.label = "NAME".into();
-                prev.score = prev.score.min(s.score);
-                continue;
+    for mut s in v {
+        if is_name(&s) {
+            absorb_initials(text, &mut s);
+        }
+        if let Some(prev) = out.last_mut()
+            && is_name(prev)
+            && is_name(&s)
+            && s.start >= prev.end
+            && name_gap(&text[prev.end..s.start])
+        {
+            prev.end = s.end;
+            prev.label = "NAME".into();
+            prev.score = prev.score.min(s.score);
+            if s.source != prev.source {
+                prev.source = Source::Both;
             }
+            continue;
         }
         out.push(s);
+    }
+    out
+}
+
+/// Words that never propagate as names on their own (titles, credentials, calendar words).
+const NOT_NAMES: &[&str] = &[
+    "dr",
+    "mr",
+    "mrs",
+    "ms",
+    "miss",
+    "prof",
+    "md",
+    "do",
+    "rn",
+    "np",
+    "pa",
+    "phd",
+    "the",
+    "and",
+    "patient",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "hospital",
+    "clinic",
+    "center",
+    "street",
+];
+
+/// Other occurrences of what was found: the words of names (three letters or more, as written)
+/// and the whole text of other identifiers (four characters or more), as whole words.
+fn propagate(text: &str, v: &[Span]) -> Vec<Span> {
+    use std::collections::HashMap;
+    let mut terms: HashMap<&str, (String, f32)> = HashMap::new();
+    for s in v {
+        let value = &text[s.start..s.end];
+        if is_name(s) {
+            let label = match canonical_label(&s.label).name {
+                "FIRST_NAME" | "LAST_NAME" => s.label.as_str(),
+                _ => "NAME",
+            };
+            let words =
+                value.split(|c: char| !(c.is_alphanumeric() || matches!(c, '\'' | '’' | '-')));
+            for w in words {
+                let w = w.trim_matches(|c: char| !c.is_alphanumeric());
+                if w.chars().count() >= 3
+                    && w.chars().next().is_some_and(char::is_uppercase)
+                    && !NOT_NAMES.contains(&w.to_lowercase().as_str())
+                {
+                    terms.entry(w).or_insert((label.to_string(), s.score));
+                }
+            }
+        } else if value.chars().count() >= 4 {
+            terms.entry(value).or_insert((s.label.clone(), s.score));
+        }
+    }
+    if terms.is_empty() {
+        return Vec::new();
+    }
+    let keys: Vec<&str> = terms.keys().copied().collect();
+    let Ok(ac) = aho_corasick::AhoCorasick::builder()
+        .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+        .build(&keys)
+    else {
+        return Vec::new();
+    };
+    let covered = |a: usize, b: usize| v.iter().any(|s| s.start <= a && b <= s.end);
+    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let mut out = Vec::new();
+    for m in ac.find_iter(text) {
+        let (a, b) = (m.start(), m.end());
+        if word(text[..a].chars().next_back()) || word(text[b..].chars().next()) || covered(a, b) {
+            continue;
+        }
+        let (label, score) = &terms[keys[m.pattern().as_usize()]];
+        out.push(Span {
+            start: a,
+            end: b,
+            label: label.clone(),
+            score: *score,
+            source: Source::Pattern,
+            pattern: Some(std::sync::Arc::from("propagation")),
+        });
     }
     out
 }
@@ -213,15 +368,19 @@ mod tests {
             .collect()
     }
 
-    const MERGE: RecognizeParams = RecognizeParams {
-        smart_merging: true,
+    const NONE: RecognizeParams = RecognizeParams {
+        smart_merging: false,
         safety_sweep: false,
         join_names: false,
+        propagate: false,
+    };
+    const MERGE: RecognizeParams = RecognizeParams {
+        smart_merging: true,
+        ..NONE
     };
     const SWEEP: RecognizeParams = RecognizeParams {
-        smart_merging: false,
         safety_sweep: true,
-        join_names: false,
+        ..NONE
     };
 
     #[test]
@@ -306,15 +465,13 @@ mod tests {
         ];
         let before = covered_bytes(&model);
         let table = Recognizers::builtin().expect("recognizers");
-        for p in [
-            SWEEP,
-            MERGE,
-            RecognizeParams {
-                smart_merging: true,
-                safety_sweep: true,
-                join_names: true,
-            },
-        ] {
+        let all = RecognizeParams {
+            smart_merging: true,
+            safety_sweep: true,
+            join_names: true,
+            propagate: true,
+        };
+        for p in [SWEEP, MERGE, all] {
             let out = recognize(
                 Spans {
                     original: Arc::from(t),
@@ -334,20 +491,57 @@ mod tests {
 
     #[test]
     fn join_names_when_asked() {
-        let t = "Ann Lee came; Ann\nLee left";
+        let t = "Ann Lee came; Ann\nLee left; LEE, ANN; Ana M. Ruiz; J. Smith.";
+        let at = |w: &str, from: usize| from + t[from..].find(w).expect("word");
+        let span =
+            |w: &str, from: usize, l: &str| Span::model(at(w, from), at(w, from) + w.len(), l, 0.9);
         let spans = vec![
-            Span::model(0, 3, "GIVEN_NAME", 0.9),
-            Span::model(4, 7, "SURNAME", 0.8),
-            Span::model(14, 17, "GIVEN_NAME", 0.9),
-            Span::model(18, 21, "SURNAME", 0.9),
+            span("Ann", 0, "GIVEN_NAME"),
+            span("Lee", 0, "SURNAME"),
+            span("Ann", 10, "GIVEN_NAME"),
+            span("Lee", 17, "SURNAME"),
+            span("LEE", 0, "SURNAME"),
+            span("ANN", 0, "GIVEN_NAME"),
+            span("Ana", 30, "GIVEN_NAME"),
+            span("Ruiz", 0, "SURNAME"),
+            span("Smith", 0, "SURNAME"),
         ];
         let p = RecognizeParams {
-            smart_merging: false,
-            safety_sweep: false,
             join_names: true,
+            ..NONE
+        };
+        let got: Vec<String> = run(t, spans, p).into_iter().map(|(s, _, _)| s).collect();
+        assert_eq!(
+            got,
+            [
+                "Ann Lee",
+                "Ann",
+                "Lee",
+                "LEE, ANN",
+                "Ana M. Ruiz",
+                "J. Smith"
+            ]
+        );
+    }
+
+    #[test]
+    fn propagation_finds_every_other_occurrence() {
+        let t = "Giovanni Jones, MRN 4829173. Giovanni was seen; chart 4829173. Giovannis not.";
+        let spans = vec![
+            Span::model(0, 8, "GIVEN_NAME", 0.9),
+            Span::model(9, 14, "SURNAME", 0.9),
+            Span::model(20, 27, "MRN", 0.9),
+        ];
+        let p = RecognizeParams {
+            propagate: true,
+            ..NONE
         };
         let got = run(t, spans, p);
-        assert_eq!(got[0], ("Ann Lee".into(), "NAME".into(), Source::Model));
-        assert_eq!(got.len(), 3);
+        let texts: Vec<&str> = got.iter().map(|(s, _, _)| s.as_str()).collect();
+        assert_eq!(
+            texts,
+            ["Giovanni", "Jones", "4829173", "Giovanni", "4829173"]
+        );
+        assert_eq!(got[3].2, Source::Pattern);
     }
 }

@@ -57,4 +57,6 @@ pub struct RunStats {
     pub sweep_added: usize,
     /// Model spans widened or joined by recognizer findings (smart merging, sweep overlaps).
     pub pattern_merged: usize,
+    /// Spans added because the same identifier was found elsewhere in the text.
+    pub propagated: usize,
 }
