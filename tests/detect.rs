@@ -13,8 +13,9 @@ async fn extract_finds_name_phone_and_email_with_exact_offsets() {
     assert_eq!(status, 200, "{body}");
     let got = common::entities(EXAMPLE, &body);
     let want = [
-        ("John", "GIVEN_NAME", 8, 12),
-        ("Smith", "SURNAME", 13, 18),
+        // The model tags "John" and "Smith"; smart merging joins them inside the name that
+        // the recognizers see after "Patient".
+        ("John Smith", "NAME", 8, 18),
         ("(617) 555-0143", "PHONE", 26, 40),
         ("john.smith@example.com", "EMAIL", 48, 70),
     ];
@@ -23,8 +24,9 @@ async fn extract_finds_name_phone_and_email_with_exact_offsets() {
         .map(|(t, l, s, e)| (t.to_string(), l.to_string(), *s, *e))
         .collect();
     assert_eq!(got, want);
-    assert_eq!(body["entities"][0]["canonical_label"], "FIRST_NAME");
-    assert_eq!(body["entities"][2]["hipaa_class"], "D_TELEPHONE");
+    assert_eq!(body["entities"][0]["canonical_label"], "NAME");
+    assert_eq!(body["entities"][0]["source"], "model+pattern");
+    assert_eq!(body["entities"][1]["hipaa_class"], "D_TELEPHONE");
     assert_eq!(body["model_name"], "nationaldesignstudio/rampart");
     assert!(body["warnings"].as_array().unwrap().is_empty());
 }
@@ -40,7 +42,7 @@ async fn offsets_are_code_points_of_the_exact_input() {
         got.iter().any(|(t, _, _, _)| t == "(617) 555-0143"),
         "{got:?}"
     );
-    assert!(got.iter().any(|(t, _, _, _)| t == "Smith"), "{got:?}");
+    assert!(got.iter().any(|(t, _, _, _)| t == "John Smith"), "{got:?}");
 }
 
 #[tokio::test]

@@ -47,6 +47,8 @@ struct PatternSpec {
     #[serde(default)]
     requires_context: bool,
     context_chars: Option<usize>,
+    #[serde(default)]
+    merge_only: bool,
 }
 
 /// One compiled pattern.
@@ -62,6 +64,7 @@ struct Pattern {
     context_boost: f32,
     requires_context: bool,
     context_chars: usize,
+    merge_only: bool,
 }
 
 /// One recognizer finding, in byte offsets of the text it was found in.
@@ -74,6 +77,8 @@ pub struct Finding {
     pub score: f32,
     pub pattern: Arc<str>,
     pub priority: i32,
+    /// Only joins model fragments; never added on its own.
+    pub merge_only: bool,
 }
 
 /// The loaded pattern table.
@@ -150,6 +155,7 @@ impl Recognizers {
                     context_boost: p.context_boost,
                     requires_context: p.requires_context,
                     context_chars: p.context_chars.unwrap_or(DEFAULT_CONTEXT_CHARS),
+                    merge_only: p.merge_only,
                 });
             }
         }
@@ -209,6 +215,7 @@ impl Recognizers {
                     score,
                     pattern: p.id.clone(),
                     priority: p.priority,
+                    merge_only: p.merge_only,
                 });
             }
         }

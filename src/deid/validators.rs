@@ -101,7 +101,7 @@ fn luhn(d: &[u32]) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// 13–19 digits from a card network's first digit (2–6), Luhn-valid, not all one digit.

@@ -110,8 +110,5 @@ pub async fn run(state: &AppState, notes: &[Note], o: &EvalOptions) -> Result<Re
     }
     drop(model);
     let outputs: Vec<_> = outputs.into_iter().map(Option::unwrap_or_default).collect();
-    if let Ok(p) = std::env::var("TMP_EVAL_DUMP") {
-        let _ = std::fs::write(p, serde_json::to_string(&outputs).unwrap_or_default());
-    }
     Ok(evaluate(notes, &outputs))
 }

@@ -277,6 +277,7 @@ impl Pipeline {
                     safety_sweep,
                     join_names,
                     propagate,
+                    findings_obey_threshold,
                 },
                 Payload::Spans(spans),
             ) => Payload::Spans(recognize::recognize(
@@ -287,6 +288,11 @@ impl Pipeline {
                     safety_sweep: safety_sweep.unwrap_or(opts.safety_sweep),
                     join_names: *join_names,
                     propagate: *propagate,
+                    min_finding_score: if *findings_obey_threshold {
+                        opts.confidence_threshold
+                    } else {
+                        0.0
+                    },
                 },
             )),
             _ => return Err(wrong()),

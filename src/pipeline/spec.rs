@@ -62,6 +62,10 @@ pub enum StageSpec {
         join_names: bool,
         #[serde(default)]
         propagate: bool,
+        /// Recognizer findings under the request's confidence threshold are dropped
+        /// (extraction); by default validators alone decide (de-identification).
+        #[serde(default)]
+        findings_obey_threshold: bool,
     },
 }
 

@@ -29,6 +29,8 @@ pub struct RecognizeParams {
     pub safety_sweep: bool,
     pub join_names: bool,
     pub propagate: bool,
+    /// Findings scored below this are ignored.
+    pub min_finding_score: f32,
 }
 
 pub fn recognize(mut spans: Spans, recognizers: &Recognizers, p: RecognizeParams) -> Spans {
@@ -37,7 +39,9 @@ pub fn recognize(mut spans: Spans, recognizers: &Recognizers, p: RecognizeParams
     }
     let text = spans.original.clone();
     let findings = if p.smart_merging || p.safety_sweep {
-        recognizers.find(&text)
+        let mut f = recognizers.find(&text);
+        f.retain(|f| f.score >= p.min_finding_score);
+        f
     } else {
         Vec::new()
     };
@@ -64,7 +68,7 @@ pub fn recognize(mut spans: Spans, recognizers: &Recognizers, p: RecognizeParams
         v.insert(at, merged);
     }
     if p.safety_sweep {
-        for f in rest {
+        for f in rest.into_iter().filter(|f| !f.merge_only) {
             spans.stats.sweep_added += 1;
             v.push(Span {
                 start: f.start,
@@ -86,6 +90,9 @@ pub fn recognize(mut spans: Spans, recognizers: &Recognizers, p: RecognizeParams
         spans.stats.propagated += found.len();
         v.extend(found);
         v.sort_by_key(|s| (s.start, s.end));
+        if p.join_names {
+            v = join_names(&text, v);
+        }
         v = coalesce(v);
     }
     spans.spans = v;
@@ -104,13 +111,20 @@ fn absorb(v: &[Span], idx: &[usize], f: &Finding, finding_decides: bool) -> Span
         .map(|&i| &v[i])
         .max_by(|a, b| a.score.total_cmp(&b.score))
         .cloned();
-    let compatible = idx.iter().map(|&i| &v[i]).find(|s| {
+    let compatible = |s: &Span| {
         let c = canonical_label(&s.label);
         c == finding_canon || c.hipaa_class == finding_canon.hipaa_class
-    });
-    let label = match (compatible, best.as_ref()) {
-        (Some(s), _) => s.label.clone(),
-        (None, Some(s)) if !finding_decides => s.label.clone(),
+    };
+    let parts: Vec<&Span> = idx.iter().map(|&i| &v[i]).collect();
+    let one_kind = parts
+        .iter()
+        .all(|s| canonical_label(&s.label) == canonical_label(&parts[0].label));
+    // One kind of fragment keeps its label; fragments of several kinds inside one identifier
+    // (a given name and a surname inside one name) take the finding's.
+    let label = match best.as_ref() {
+        Some(b) if one_kind && compatible(b) => b.label.clone(),
+        _ if parts.iter().any(|s| compatible(s)) => f.label.to_string(),
+        Some(b) if !finding_decides => b.label.clone(),
         _ => f.label.to_string(),
     };
     let mean = idx.iter().map(|&i| v[i].score).sum::<f32>() / idx.len() as f32;
@@ -305,13 +319,16 @@ fn propagate(text: &str, v: &[Span]) -> Vec<Span> {
 /// Overlapping spans become their union; the label of a model span beats a pattern's, then the
 /// higher score wins.
 fn coalesce(v: Vec<Span>) -> Vec<Span> {
-    let rank = |s: &Span| (s.source != Source::Pattern, s.score);
+    // A model span's label beats a pattern's; between equals, the higher score's.
+    let outranks = |a: &Span, b: &Span| {
+        let (am, bm) = (a.source != Source::Pattern, b.source != Source::Pattern);
+        (am && !bm) || (am == bm && a.score > b.score)
+    };
     let mut out: Vec<Span> = Vec::with_capacity(v.len());
     for s in v {
         match out.last_mut() {
             Some(prev) if s.start < prev.end => {
-                if rank(&s).0 > rank(prev).0 || (rank(&s).0 == rank(prev).0 && s.score > prev.score)
-                {
+                if outranks(&s, prev) {
                     prev.label = s.label.clone();
                 }
                 if s.source != prev.source {
@@ -373,6 +390,7 @@ mod tests {
         safety_sweep: false,
         join_names: false,
         propagate: false,
+        min_finding_score: 0.0,
     };
     const MERGE: RecognizeParams = RecognizeParams {
         smart_merging: true,
@@ -470,6 +488,7 @@ mod tests {
             safety_sweep: true,
             join_names: true,
             propagate: true,
+            min_finding_score: 0.0,
         };
         for p in [SWEEP, MERGE, all] {
             let out = recognize(
