@@ -556,6 +556,86 @@ mod tests {
     }
 
     #[test]
+    fn context_patterns_for_places_organizations_names_and_ids() {
+        let by = |text: &str, id: &str, value: &str| {
+            let got = found(text);
+            assert!(
+                got.iter().any(|(p, _, v)| p == id && v == value),
+                "expected {id} `{value}` in {text:?}, got {got:?}"
+            );
+        };
+        by(
+            "190 Cortés Boulevard, #59, Anchorage",
+            "secondary_hash",
+            "#59",
+        );
+        by(
+            "sleeps at a shelter on Chestnut Way.",
+            "street_context",
+            "Chestnut Way.",
+        );
+        by(
+            "walks down Maple Avenue daily",
+            "street_name",
+            "Maple Avenue",
+        );
+        by(
+            "Camping trip to Riverside Park last month",
+            "place_context",
+            "Riverside Park",
+        );
+        by("fell at Quabbin Reservoir", "landmark", "Quabbin Reservoir");
+        by(
+            "DISCHARGE SUMMARY\nClinique Sainte-Thérèse\n",
+            "facility_prefix",
+            "Clinique Sainte-Thérèse",
+        );
+        by(
+            "Employer notified: Bluewater Seafood Co., supervisor",
+            "facility",
+            "Bluewater Seafood Co.",
+        );
+        by(
+            "study ID STDY-5255-377 today",
+            "other_id_context",
+            "STDY-5255-377",
+        );
+        by(
+            "Reviewed by O. Oyelaran, MD.",
+            "name_credential",
+            "O. Oyelaran",
+        );
+        by("Dear Lê, Thị Lan MD,", "name_credential", "Lê, Thị Lan");
+        by("Patient: P. Singh    MR# 7242277", "name_role", "P. Singh");
+        by(
+            "Chart label for JONES, LINDA, MRN",
+            "name_caps_last_first",
+            "JONES, LINDA",
+        );
+        by("transmitter ID 43PQ79 paired", "device_serial", "43PQ79");
+        by("palm vein template PV-7218-367", "biometric", "PV-7218-367");
+        by(
+            "app account user name: melissa.rossi; data",
+            "username",
+            "melissa.rossi",
+        );
+        by("DOB 11/4/1922; 91 years of age", "age_suffix", "91");
+        for quiet in [
+            "Boston, MA 02139 and Springfield, IL",
+            "the plan of care",
+            "A1c 7.2, LDL 130",
+        ] {
+            assert!(
+                found(quiet)
+                    .iter()
+                    .all(|(p, _, _)| p != "name_credential" && p != "other_id_context"),
+                "{quiet}: {:?}",
+                found(quiet)
+            );
+        }
+    }
+
+    #[test]
     fn bad_files_are_refused_with_the_reason() {
         let bad = |src: &str| {
             Recognizers::from_sources(&[("x.toml".into(), src.into())])
