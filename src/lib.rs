@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod config;
+pub mod datafiles;
 pub mod deid;
 pub mod eval;
 pub mod inference;

@@ -13,14 +13,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::body::{Valid, Validated};
-use super::detect::{AUTO_ACCENT_LANGS, entities, keep_alive_of, language_warning, now_rfc3339};
+use super::detect::{entities, keep_alive_of, language_warning, now_rfc3339};
 use super::error::ApiError;
 use super::schemas;
 use super::state::AppState;
 use crate::deid::operators::Applied;
 use crate::deid::options::{self, DeidRequest, ResolveError};
 use crate::deid::policy::Method;
-use crate::stages::{Aggregation, CharIndex, RunOptions};
+use crate::stages::{CharIndex, RunOptions};
 
 #[derive(Deserialize)]
 pub struct PiiDeidentifyRequest {
@@ -102,20 +102,13 @@ pub async fn deidentify(
     let model_name = r
         .model_name
         .unwrap_or_else(|| state.settings.pii_model.clone());
-    let normalize_accents = r
-        .normalize_accents
-        .unwrap_or(AUTO_ACCENT_LANGS.contains(&lang.as_str()));
-    let opts = Arc::new(RunOptions {
-        aggregation: Aggregation::Max,
-        confidence_threshold: resolved.confidence_threshold,
-        group_entities: true,
-        sentence_detection: true,
-        sentence_clean: false,
-        sentence_language: lang.clone(),
-        normalize_accents,
-        smart_merging: r.use_smart_merging.unwrap_or(true),
-        safety_sweep: resolved.safety_sweep,
-    });
+    let opts = Arc::new(RunOptions::pii(
+        &lang,
+        r.normalize_accents,
+        resolved.confidence_threshold,
+        r.use_smart_merging.unwrap_or(true),
+        resolved.safety_sweep,
+    ));
     let model = state.registry.acquire(&model_name, keep_alive).await?;
     let mut warnings: Vec<Value> = language_warning(model.info.languages.as_deref(), &lang)
         .into_iter()
@@ -176,7 +169,7 @@ pub async fn deidentify(
         "entities": list,
         "counts": counts,
         "num_entities_redacted": redacted,
-        "method": options::name(resolved.plan.method),
+        "method": resolved.plan.method.as_str(),
         "policy": resolved.policy.as_ref().map(|p| p.name.clone()),
         "model_name": model_name,
         "timestamp": now_rfc3339(),
@@ -186,7 +179,7 @@ pub async fn deidentify(
             "pipeline": pipeline.name,
             "lang": lang,
             "confidence_threshold": resolved.confidence_threshold,
-            "normalize_accents": normalize_accents,
+            "normalize_accents": opts.normalize_accents,
             "use_smart_merging": opts.smart_merging,
             "keep_year": resolved.plan.keep_year,
             "safety_sweep": {

@@ -157,9 +157,6 @@ pub async fn analyze(
     })))
 }
 
-/// Languages for which accents are stripped when `normalize_accents` is null.
-pub const AUTO_ACCENT_LANGS: &[&str] = &["es"];
-
 /// A warning when the model was not trained for `lang` (or does not say).
 pub fn language_warning(languages: Option<&[String]>, lang: &str) -> Option<Value> {
     match languages {
@@ -189,20 +186,13 @@ pub async fn pii_extract(
     let model_name = r
         .model_name
         .unwrap_or_else(|| state.settings.pii_model.clone());
-    let normalize_accents = r
-        .normalize_accents
-        .unwrap_or(AUTO_ACCENT_LANGS.contains(&lang.as_str()));
-    let opts = Arc::new(RunOptions {
-        aggregation: Aggregation::Max,
-        confidence_threshold: r.confidence_threshold.unwrap_or(0.5) as f32,
-        group_entities: true,
-        sentence_detection: true,
-        sentence_clean: false,
-        sentence_language: lang.clone(),
-        normalize_accents,
-        smart_merging: r.use_smart_merging.unwrap_or(true),
-        safety_sweep: true,
-    });
+    let opts = Arc::new(RunOptions::pii(
+        &lang,
+        r.normalize_accents,
+        r.confidence_threshold.unwrap_or(0.5) as f32,
+        r.use_smart_merging.unwrap_or(true),
+        true,
+    ));
     let model = state.registry.acquire(&model_name, keep_alive).await?;
     let warnings: Vec<Value> = language_warning(model.info.languages.as_deref(), &lang)
         .into_iter()
@@ -225,7 +215,7 @@ pub async fn pii_extract(
             "pipeline": pipeline.name,
             "lang": lang,
             "confidence_threshold": opts.confidence_threshold,
-            "normalize_accents": normalize_accents,
+            "normalize_accents": opts.normalize_accents,
             "use_smart_merging": opts.smart_merging,
             "tokens": spans.stats.tokens,
             "windows": spans.stats.windows,

@@ -99,7 +99,7 @@ pub fn resolve(
         (Some(true), Some(m)) if m != Method::ShiftDates => conflicts.push(conflict(
             "method",
             "value_error",
-            format!("shift_dates is true but method is {}", name(m)),
+            format!("shift_dates is true but method is {}", m.as_str()),
         )),
         _ => {}
     }
@@ -116,8 +116,8 @@ pub fn resolve(
                 format!(
                     "policy {} requires method {}; the request asks for {}",
                     policy.as_ref().map_or("", |p| p.name.as_str()),
-                    name(pm),
-                    name(m)
+                    pm.as_str(),
+                    m.as_str()
                 ),
             ));
             pm
@@ -144,7 +144,7 @@ pub fn resolve(
             "value_error",
             format!(
                 "date_shift_days applies only to method shift_dates (method is {})",
-                name(method)
+                method.as_str()
             ),
         )),
         Some(0) => conflicts.push(conflict(
@@ -207,16 +207,6 @@ pub fn resolve(
         policy,
         warnings,
     })
-}
-
-pub fn name(m: Method) -> &'static str {
-    match m {
-        Method::Mask => "mask",
-        Method::Remove => "remove",
-        Method::Replace => "replace",
-        Method::Hash => "hash",
-        Method::ShiftDates => "shift_dates",
-    }
 }
 
 #[cfg(test)]

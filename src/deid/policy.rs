@@ -21,15 +21,27 @@ pub enum Method {
 }
 
 impl Method {
+    const ALL: [Self; 5] = [
+        Self::Mask,
+        Self::Remove,
+        Self::Replace,
+        Self::Hash,
+        Self::ShiftDates,
+    ];
+
+    /// The interface's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Mask => "mask",
+            Self::Remove => "remove",
+            Self::Replace => "replace",
+            Self::Hash => "hash",
+            Self::ShiftDates => "shift_dates",
+        }
+    }
+
     pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "mask" => Self::Mask,
-            "remove" => Self::Remove,
-            "replace" => Self::Replace,
-            "hash" => Self::Hash,
-            "shift_dates" => Self::ShiftDates,
-            _ => return None,
-        })
+        Self::ALL.into_iter().find(|m| m.as_str() == s)
     }
 }
 
@@ -133,22 +145,11 @@ fn key(name: &str) -> String {
 
 impl Policies {
     pub fn load(dir: &Path) -> Result<Self, PolicyError> {
-        let err = |file: &Path, message: String| PolicyError {
-            file: file.display().to_string(),
-            message,
-        };
-        let mut files: Vec<_> = std::fs::read_dir(dir)
-            .map_err(|e| err(dir, format!("cannot read policies directory: {e}")))?
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-            .collect();
-        files.sort();
-        let mut sources = Vec::new();
-        for f in &files {
-            let src = std::fs::read_to_string(f).map_err(|e| err(f, e.to_string()))?;
-            sources.push((f.display().to_string(), src));
-        }
+        let sources =
+            crate::datafiles::read_toml_dir(dir, "policies").map_err(|e| PolicyError {
+                file: e.file,
+                message: e.message,
+            })?;
         Self::from_sources(&sources)
     }
 
@@ -201,7 +202,8 @@ impl Policies {
         Ok(out)
     }
 
-    /// The shipped policies (tests and benches).
+    /// The shipped policies.
+    #[cfg(test)]
     pub fn builtin() -> Result<Self, PolicyError> {
         macro_rules! file {
             ($n:literal) => {

@@ -94,24 +94,16 @@ const DEFAULT_CONTEXT_CHARS: usize = 40;
 impl Recognizers {
     /// Loads every `*.toml` file of `dir`, in name order.
     pub fn load(dir: &Path) -> Result<Self, RecognizerError> {
-        let err = |file: &Path, message: String| RecognizerError {
-            file: file.display().to_string(),
-            message,
-        };
-        let mut files: Vec<_> = std::fs::read_dir(dir)
-            .map_err(|e| err(dir, format!("cannot read recognizers directory: {e}")))?
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-            .collect();
-        files.sort();
-        if files.is_empty() {
-            return Err(err(dir, "no recognizer files (*.toml)".into()));
-        }
-        let mut sources = Vec::new();
-        for f in &files {
-            let src = std::fs::read_to_string(f).map_err(|e| err(f, e.to_string()))?;
-            sources.push((f.display().to_string(), src));
+        let sources =
+            crate::datafiles::read_toml_dir(dir, "recognizers").map_err(|e| RecognizerError {
+                file: e.file,
+                message: e.message,
+            })?;
+        if sources.is_empty() {
+            return Err(RecognizerError {
+                file: dir.display().to_string(),
+                message: "no recognizer files (*.toml)".into(),
+            });
         }
         Self::from_sources(&sources)
     }
@@ -165,20 +157,13 @@ impl Recognizers {
         })
     }
 
-    /// The shipped English table (tests and benches).
+    /// The shipped English table.
+    #[cfg(test)]
     pub fn builtin() -> Result<Self, RecognizerError> {
         Self::from_sources(&[(
             "en.toml".into(),
             include_str!("../../pipelines/recognizers/en.toml").into(),
         )])
-    }
-
-    pub fn len(&self) -> usize {
-        self.patterns.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.patterns.is_empty()
     }
 
     /// Every validated finding, overlaps resolved: higher priority wins, then higher score,
@@ -226,14 +211,19 @@ impl Recognizers {
                 .then((b.end - b.start).cmp(&(a.end - a.start)))
                 .then(a.start.cmp(&b.start))
         });
-        let mut taken: Vec<Finding> = Vec::with_capacity(all.len());
+        // Accepted findings are disjoint, so the one starting last before `f.end` is the only
+        // one that can overlap `f`.
+        let mut taken: BTreeMap<usize, Finding> = BTreeMap::new();
         for f in all {
-            if !taken.iter().any(|t| f.start < t.end && t.start < f.end) {
-                taken.push(f);
+            let clear = taken
+                .range(..f.end)
+                .next_back()
+                .is_none_or(|(_, t)| t.end <= f.start);
+            if clear {
+                taken.insert(f.start, f);
             }
         }
-        taken.sort_by_key(|f| (f.start, f.end));
-        taken
+        taken.into_values().collect()
     }
 }
 

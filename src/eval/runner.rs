@@ -10,7 +10,7 @@ use crate::api::AppState;
 use crate::deid::operators::Applied;
 use crate::deid::options::{self, DeidRequest, ResolveError};
 use crate::deid::policy::Method;
-use crate::stages::{Aggregation, CharIndex, RunOptions};
+use crate::stages::{CharIndex, RunOptions};
 
 /// What to evaluate.
 #[derive(Clone, Debug)]
@@ -56,14 +56,13 @@ pub async fn run(state: &AppState, notes: &[Note], o: &EvalOptions) -> Result<Re
         ResolveError::Entropy(e) => e,
     })?;
     let plan = Arc::new(resolved.plan);
-    let opts = Arc::new(RunOptions {
-        aggregation: Aggregation::Max,
-        confidence_threshold: resolved.confidence_threshold,
-        group_entities: true,
-        smart_merging: true,
-        safety_sweep: resolved.safety_sweep,
-        ..Default::default()
-    });
+    let opts = Arc::new(RunOptions::pii(
+        "en",
+        None,
+        resolved.confidence_threshold,
+        true,
+        resolved.safety_sweep,
+    ));
     let pipeline = state
         .pipelines
         .get("pii_deidentify")

@@ -321,22 +321,13 @@ impl Pipelines {
     pub fn load(dir: &Path, required: &[&str]) -> Result<Self, PipelineError> {
         let recognizers = Arc::new(Recognizers::load(&dir.join("recognizers"))?);
         let mut by_name = BTreeMap::new();
-        let entries = std::fs::read_dir(dir).map_err(|e| PipelineError::Invalid {
-            file: dir.display().to_string(),
-            message: format!("cannot read pipelines directory: {e}"),
+        let sources = crate::datafiles::read_toml_dir(dir, "pipelines").map_err(|e| {
+            PipelineError::Invalid {
+                file: e.file,
+                message: e.message,
+            }
         })?;
-        let mut files: Vec<_> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-            .collect();
-        files.sort();
-        for path in files {
-            let file = path.display().to_string();
-            let raw = std::fs::read_to_string(&path).map_err(|e| PipelineError::Invalid {
-                file: file.clone(),
-                message: e.to_string(),
-            })?;
+        for (file, raw) in sources {
             let spec: PipelineSpec = toml::from_str(&raw).map_err(|e| PipelineError::Invalid {
                 file: file.clone(),
                 message: e.to_string(),

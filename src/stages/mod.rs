@@ -46,6 +46,32 @@ pub struct RunOptions {
     pub safety_sweep: bool,
 }
 
+/// Languages for which accents are stripped when the request leaves `normalize_accents` null.
+const AUTO_ACCENT_LANGS: &[&str] = &["es"];
+
+impl RunOptions {
+    /// The options of the PII pipelines (extraction, de-identification and what builds on them):
+    /// the pipeline files fix the stages; a request chooses only these.
+    pub fn pii(
+        lang: &str,
+        normalize_accents: Option<bool>,
+        confidence_threshold: f32,
+        smart_merging: bool,
+        safety_sweep: bool,
+    ) -> Self {
+        Self {
+            aggregation: Aggregation::Max,
+            confidence_threshold,
+            group_entities: true,
+            sentence_language: lang.to_string(),
+            normalize_accents: normalize_accents.unwrap_or(AUTO_ACCENT_LANGS.contains(&lang)),
+            smart_merging,
+            safety_sweep,
+            ..Self::default()
+        }
+    }
+}
+
 impl Default for RunOptions {
     fn default() -> Self {
         Self {

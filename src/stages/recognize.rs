@@ -47,25 +47,21 @@ pub fn recognize(mut spans: Spans, recognizers: &Recognizers, p: RecognizeParams
     };
     let mut v = std::mem::take(&mut spans.spans);
     v.sort_by_key(|s| (s.start, s.end));
+    // Disjoint and sorted from here on, so the spans a finding overlaps are one run.
+    v = coalesce(v);
     let mut rest = Vec::with_capacity(findings.len());
     for f in findings {
-        let overlapping: Vec<usize> = (0..v.len()).filter(|&i| overlaps(&v[i], &f)).collect();
-        if overlapping.is_empty() {
+        let lo = v.partition_point(|s| s.end <= f.start);
+        let hi = lo + v[lo..].iter().take_while(|s| s.start < f.end).count();
+        if lo == hi {
             rest.push(f);
-            continue;
-        }
-        if !p.smart_merging && !p.safety_sweep {
             continue;
         }
         // With smart merging the finding decides the label when the model's names another kind
         // of identifier; in the sweep alone the model's label stands.
-        let merged = absorb(&v, &overlapping, &f, p.smart_merging);
+        let merged = absorb(&v[lo..hi], &f, p.smart_merging);
         spans.stats.pattern_merged += 1;
-        for &i in overlapping.iter().rev() {
-            v.remove(i);
-        }
-        let at = v.partition_point(|s| (s.start, s.end) < (merged.start, merged.end));
-        v.insert(at, merged);
+        v.splice(lo..hi, [merged]);
     }
     if p.safety_sweep {
         for f in rest.into_iter().filter(|f| !f.merge_only) {
@@ -99,48 +95,29 @@ pub fn recognize(mut spans: Spans, recognizers: &Recognizers, p: RecognizeParams
     spans
 }
 
-fn overlaps(s: &Span, f: &Finding) -> bool {
-    s.start < f.end && f.start < s.end
-}
-
 /// One span covering the finding and the model spans it overlaps.
-fn absorb(v: &[Span], idx: &[usize], f: &Finding, finding_decides: bool) -> Span {
+fn absorb(parts: &[Span], f: &Finding, finding_decides: bool) -> Span {
     let finding_canon = canonical_label(f.label);
-    let best = idx
-        .iter()
-        .map(|&i| &v[i])
-        .max_by(|a, b| a.score.total_cmp(&b.score))
-        .cloned();
     let compatible = |s: &Span| {
         let c = canonical_label(&s.label);
         c == finding_canon || c.hipaa_class == finding_canon.hipaa_class
     };
-    let parts: Vec<&Span> = idx.iter().map(|&i| &v[i]).collect();
+    let best = parts.iter().max_by(|a, b| a.score.total_cmp(&b.score));
     let one_kind = parts
         .iter()
         .all(|s| canonical_label(&s.label) == canonical_label(&parts[0].label));
     // One kind of fragment keeps its label; fragments of several kinds inside one identifier
     // (a given name and a surname inside one name) take the finding's.
-    let label = match best.as_ref() {
+    let label = match best {
         Some(b) if one_kind && compatible(b) => b.label.clone(),
-        _ if parts.iter().any(|s| compatible(s)) => f.label.to_string(),
+        _ if parts.iter().any(compatible) => f.label.to_string(),
         Some(b) if !finding_decides => b.label.clone(),
         _ => f.label.to_string(),
     };
-    let mean = idx.iter().map(|&i| v[i].score).sum::<f32>() / idx.len() as f32;
+    let mean = parts.iter().map(|s| s.score).sum::<f32>() / parts.len().max(1) as f32;
     Span {
-        start: idx
-            .iter()
-            .map(|&i| v[i].start)
-            .min()
-            .unwrap_or(f.start)
-            .min(f.start),
-        end: idx
-            .iter()
-            .map(|&i| v[i].end)
-            .max()
-            .unwrap_or(f.end)
-            .max(f.end),
+        start: parts.iter().map(|s| s.start).fold(f.start, usize::min),
+        end: parts.iter().map(|s| s.end).fold(f.end, usize::max),
         label,
         score: mean.max(f.score),
         source: Source::Both,
@@ -295,7 +272,12 @@ fn propagate(text: &str, v: &[Span]) -> Vec<Span> {
     else {
         return Vec::new();
     };
-    let covered = |a: usize, b: usize| v.iter().any(|s| s.start <= a && b <= s.end);
+    // `v` is sorted and disjoint: the only span that can contain a..b is the last one
+    // starting at or before `a`.
+    let covered = |a: usize, b: usize| {
+        let i = v.partition_point(|s| s.start <= a);
+        i > 0 && b <= v[i - 1].end
+    };
     let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
     let mut out = Vec::new();
     for m in ac.find_iter(text) {
@@ -346,21 +328,6 @@ fn coalesce(v: Vec<Span>) -> Vec<Span> {
     out
 }
 
-/// Characters covered by spans (the sweep's never-reduce invariant is checked against this).
-pub fn covered_bytes(v: &[Span]) -> usize {
-    let mut sorted: Vec<(usize, usize)> = v.iter().map(|s| (s.start, s.end)).collect();
-    sorted.sort_unstable();
-    let (mut total, mut reach) = (0, 0);
-    for (a, b) in sorted {
-        let a = a.max(reach);
-        if b > a {
-            total += b - a;
-            reach = b;
-        }
-    }
-    total
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -383,6 +350,21 @@ mod tests {
             .iter()
             .map(|s| (text[s.start..s.end].to_string(), s.label.clone(), s.source))
             .collect()
+    }
+
+    /// Characters covered by spans (the sweep's never-reduce invariant is checked against this).
+    fn covered_bytes(v: &[Span]) -> usize {
+        let mut sorted: Vec<(usize, usize)> = v.iter().map(|s| (s.start, s.end)).collect();
+        sorted.sort_unstable();
+        let (mut total, mut reach) = (0, 0);
+        for (a, b) in sorted {
+            let a = a.max(reach);
+            if b > a {
+                total += b - a;
+                reach = b;
+            }
+        }
+        total
     }
 
     const NONE: RecognizeParams = RecognizeParams {
