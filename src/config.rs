@@ -81,7 +81,11 @@ pub struct Settings {
     /// Largest request body in bytes.
     #[arg(long, env = "SERVICE_MAX_BODY_BYTES", default_value_t = 16 * 1024 * 1024)]
     pub max_body_bytes: usize,
-    /// Longest text field in characters.
+    /// Largest request body of the streaming routes and of `POST /jobs`, in bytes: a streamed
+    /// note may be far longer than a one-shot one, and the body is all the server holds of it.
+    #[arg(long, env = "SERVICE_MAX_STREAM_BODY_BYTES", default_value_t = 256 * 1024 * 1024)]
+    pub max_stream_body_bytes: usize,
+    /// Longest text field in characters (one-shot routes and each job document).
     #[arg(long, env = "SERVICE_MAX_TEXT_CHARS", default_value_t = 1_000_000)]
     pub max_text_chars: usize,
     /// Log as JSON lines.

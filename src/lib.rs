@@ -10,3 +10,4 @@ pub mod eval;
 pub mod inference;
 pub mod pipeline;
 pub mod stages;
+pub mod streaming;

@@ -32,13 +32,24 @@ fn is_json(content_type: &str) -> bool {
     mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
 }
 
-/// Reads, parses and validates the body against `schema`.
+/// Reads, parses and validates the body against `schema`, with the one-shot limits.
 pub async fn read_json(
     req: Request,
     state: &AppState,
     schema: &'static Schema,
 ) -> Result<Value, ApiError> {
-    let limit = state.settings.max_body_bytes;
+    let s = &state.settings;
+    read_json_limited(req, schema, s.max_body_bytes, Some(s.max_text_chars)).await
+}
+
+/// Reads, parses and validates the body; `text` fields are bounded by `max_text_chars` when
+/// given, else only by the body limit (the streaming routes).
+pub async fn read_json_limited(
+    req: Request,
+    schema: &'static Schema,
+    limit: usize,
+    max_text_chars: Option<usize>,
+) -> Result<Value, ApiError> {
     let content_type = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -84,7 +95,7 @@ pub async fn read_json(
         )
     })?;
     validate_body(schema, &value).map_err(ApiError::Validation)?;
-    check_text_lengths(schema, &value, state.settings.max_text_chars)?;
+    check_text_lengths(schema, &value, max_text_chars.unwrap_or(usize::MAX))?;
     Ok(value)
 }
 

@@ -201,9 +201,13 @@ pub async fn pii_extract(
         .pipelines
         .get("pii_extract")
         .ok_or_else(|| ApiError::Internal("pii_extract pipeline missing".into()))?;
-    let spans = pipeline
-        .run(model.arc(), Arc::from(r.text), opts.clone())
-        .await?;
+    let spans = crate::streaming::detect(
+        pipeline.clone(),
+        model.arc(),
+        opts.clone(),
+        Arc::from(r.text),
+    )
+    .await?;
     drop(model);
     Ok(Json(json!({
         "model_name": model_name,

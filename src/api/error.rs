@@ -104,11 +104,45 @@ fn request_id() -> Option<String> {
     REQUEST_ID.try_with(|id| id.clone()).ok()
 }
 
+/// The current request's id, for work that outlives the handler (stream records).
+pub fn current_request_id() -> Option<String> {
+    request_id()
+}
+
 fn envelope(status: StatusCode, code: &str, message: &str, details: Value) -> Response {
     let body = json!({
         "error": { "code": code, "message": message, "details": details, "request_id": request_id() }
     });
     (status, axum::Json(body)).into_response()
+}
+
+impl ApiError {
+    /// The code and message of the error envelope, for records inside a started stream.
+    pub fn code_and_message(&self) -> (&'static str, &'static str) {
+        match self {
+            Self::Validation(_) => ("validation_error", "The request is invalid"),
+            Self::UnsupportedMediaType => (
+                "unsupported_media_type",
+                "Request body must be application/json",
+            ),
+            Self::PayloadTooLarge { .. } => {
+                ("payload_too_large", "Request body exceeds the maximum size")
+            }
+            Self::ModelNotFound { .. } => {
+                ("model_not_found", "The requested model is not installed")
+            }
+            Self::NotFound { code, message } => (code, message),
+            Self::MethodNotAllowed => ("method_not_allowed", "Method not allowed on this route"),
+            Self::NotImplemented { .. } => {
+                ("not_implemented", "This capability is not implemented yet")
+            }
+            Self::Busy { code, message, .. } => (code, message),
+            Self::Internal(detail) => {
+                tracing::error!(error = %detail, "internal error");
+                ("internal_error", "Internal server error")
+            }
+        }
+    }
 }
 
 impl IntoResponse for ApiError {

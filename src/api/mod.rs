@@ -9,6 +9,7 @@ mod ops;
 mod pending;
 mod schemas;
 mod state;
+mod stream;
 pub mod validate;
 
 use std::sync::Arc;
@@ -40,9 +41,9 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/analyze", post(detect::analyze))
         .route("/pii/extract", post(detect::pii_extract))
-        .route("/pii/extract/stream", post(pending::extract_stream))
+        .route("/pii/extract/stream", post(stream::extract_stream))
         .route("/pii/deidentify", post(deidentify::deidentify))
-        .route("/pii/deidentify/stream", post(pending::deidentify_stream))
+        .route("/pii/deidentify/stream", post(stream::deidentify_stream))
         .route("/jobs", post(pending::jobs_create))
         .route("/jobs/{job_id}", get(pending::job_get))
         .route("/privacy-gateway/complete", post(pending::privacy_gateway))

@@ -30,18 +30,6 @@ macro_rules! pending_post {
     };
 }
 
-pending_post!(
-    extract_stream,
-    schemas::PII_EXTRACT_STREAM,
-    "POST /pii/extract/stream",
-    4
-);
-pending_post!(
-    deidentify_stream,
-    schemas::PII_DEIDENTIFY_STREAM,
-    "POST /pii/deidentify/stream",
-    4
-);
 pending_post!(jobs_create, schemas::DEIDENTIFY_JOB, "POST /jobs", 4);
 pending_post!(
     privacy_gateway,

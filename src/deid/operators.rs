@@ -129,38 +129,75 @@ pub struct Outcome {
 
 /// Rewrites `text`. Targets must be sorted and non-overlapping (the recognize stage ensures it).
 pub fn apply(text: &str, targets: &[Target], plan: &Plan) -> Outcome {
-    let mut st = State::new(plan);
-    let mut out = String::with_capacity(text.len());
+    let mut r = Rewriter::new(plan);
     let mut redactions = Vec::with_capacity(targets.len());
-    let mut at = 0;
-    for t in targets {
-        let (start, end) = (t.start.max(at), t.end.max(t.start.max(at)));
-        out.push_str(&text[at..start]);
-        let original = &text[start..end];
-        let (action, replacement) = st.rewrite(original, t.label);
-        let out_start = out.len();
-        match &replacement {
-            Some(r) => out.push_str(r),
-            None => out.push_str(original),
-        }
-        if action != Applied::Keep
-            && let (true, Some(r)) = (plan.keep_mapping, &replacement)
-        {
-            st.record(r, original);
-        }
-        redactions.push(Redaction {
-            action,
-            replacement,
-            out_start,
-            out_end: out.len(),
-        });
-        at = end;
-    }
-    out.push_str(&text[at..]);
+    let text = r.push(text, targets, &mut redactions);
     Outcome {
-        text: out,
+        text,
         redactions,
-        mapping: plan.keep_mapping.then_some(st.mapping),
+        mapping: r.finish(),
+    }
+}
+
+/// Rewrites a text piece by piece, in order, with the state of one request (numbering,
+/// one replacement per original, the mapping): pushing a text in pieces gives exactly what
+/// `apply` gives for the whole, which is what lets de-identification stream.
+pub struct Rewriter<'p> {
+    st: State<'p>,
+    /// Bytes written so far.
+    out_len: usize,
+}
+
+impl<'p> Rewriter<'p> {
+    pub fn new(plan: &'p Plan) -> Self {
+        Self {
+            st: State::new(plan),
+            out_len: 0,
+        }
+    }
+
+    /// Rewrites the next piece. `targets` are byte offsets into `piece`, sorted and disjoint;
+    /// the redactions' output offsets count from the start of the whole output.
+    pub fn push(
+        &mut self,
+        piece: &str,
+        targets: &[Target],
+        redactions: &mut Vec<Redaction>,
+    ) -> String {
+        let mut out = String::with_capacity(piece.len());
+        let mut at = 0;
+        for t in targets {
+            let start = t.start.max(at).min(piece.len());
+            let end = t.end.clamp(start, piece.len());
+            out.push_str(&piece[at..start]);
+            let original = &piece[start..end];
+            let (action, replacement) = self.st.rewrite(original, t.label);
+            let out_start = self.out_len + out.len();
+            match &replacement {
+                Some(r) => out.push_str(r),
+                None => out.push_str(original),
+            }
+            if action != Applied::Keep
+                && let (true, Some(r)) = (self.st.plan.keep_mapping, &replacement)
+            {
+                self.st.record(r, original);
+            }
+            redactions.push(Redaction {
+                action,
+                replacement,
+                out_start,
+                out_end: self.out_len + out.len(),
+            });
+            at = end;
+        }
+        out.push_str(&piece[at..]);
+        self.out_len += out.len();
+        out
+    }
+
+    /// The mapping, when the plan keeps one.
+    pub fn finish(self) -> Option<BTreeMap<String, Original>> {
+        self.st.plan.keep_mapping.then_some(self.st.mapping)
     }
 }
 

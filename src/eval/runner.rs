@@ -80,7 +80,8 @@ pub async fn run(state: &AppState, notes: &[Note], o: &EvalOptions) -> Result<Re
             let (p, m, op, pl) = (pipeline.clone(), model.arc(), opts.clone(), plan.clone());
             let text: Arc<str> = Arc::from(notes[next].text.as_str());
             let i = next;
-            tasks.spawn(async move { (i, p.deidentify(m, text, op, &pl).await) });
+            tasks
+                .spawn(async move { (i, crate::streaming::deidentify(p, m, op, text, &pl).await) });
             next += 1;
         }
         let Some(joined) = tasks.join_next().await else {

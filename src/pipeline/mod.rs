@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 pub use spec::{Kind, PipelineSpec, StageSpec};
 
-use crate::deid::operators::{self, Outcome, Plan, Target};
-use crate::deid::{RecognizerError, Recognizers, canonical_label};
+use crate::deid::{RecognizerError, Recognizers};
 use crate::inference::LoadedModel;
+pub use crate::stages::recognize::Terms;
 use crate::stages::{
     RunOptions, Spans, StageError, TextView, aggregate, infer, merge, recognize, tokens, window,
 };
@@ -33,6 +33,8 @@ pub enum PipelineError {
 pub struct Pipeline {
     pub name: String,
     stages: Vec<StageSpec>,
+    /// The first Spans → Spans stage: stages before it run per text segment, the rest per region.
+    post_at: usize,
     recognizers: Arc<Recognizers>,
 }
 
@@ -82,9 +84,15 @@ impl Pipeline {
                 "a pipeline needs exactly one infer stage, found {infers}"
             )));
         }
+        let post_at = spec
+            .stages
+            .iter()
+            .position(|s| s.kinds().0 == Kind::Spans)
+            .unwrap_or(spec.stages.len());
         Ok(Self {
             name: spec.name,
             stages: spec.stages,
+            post_at,
             recognizers,
         })
     }
@@ -105,8 +113,23 @@ impl Pipeline {
         }
     }
 
-    /// Runs the pipeline on one text.
+    /// Runs the whole pipeline on one text (what `/analyze` does).
     pub async fn run(
+        self: &Arc<Self>,
+        model: Arc<LoadedModel>,
+        text: Arc<str>,
+        opts: Arc<RunOptions>,
+    ) -> Result<Spans, StageError> {
+        let spans = self.run_model(model.clone(), text, opts.clone()).await?;
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.run_post(spans, &model, &opts, &Terms::default()))
+            .await
+            .map_err(|e| StageError::Internal(format!("stage task failed: {e}")))?
+    }
+
+    /// Runs the stages that need the model (from the text to the first spans) on one text: the
+    /// part the streaming engine runs once per segment.
+    pub async fn run_model(
         self: &Arc<Self>,
         model: Arc<LoadedModel>,
         text: Arc<str>,
@@ -114,7 +137,7 @@ impl Pipeline {
     ) -> Result<Spans, StageError> {
         let mut payload = Payload::Text(TextView::new(text));
         let mut i = 0;
-        while i < self.stages.len() {
+        while i < self.post_at {
             if matches!(self.stages[i], StageSpec::Infer) {
                 let Payload::Windows(toks, ws) = payload else {
                     return Err(StageError::Internal("infer received the wrong item".into()));
@@ -123,12 +146,13 @@ impl Pipeline {
                 i += 1;
                 continue;
             }
-            let end = (i..self.stages.len())
+            let end = (i..self.post_at)
                 .find(|&j| matches!(self.stages[j], StageSpec::Infer))
-                .unwrap_or(self.stages.len());
+                .unwrap_or(self.post_at);
             let (this, model, opts) = (self.clone(), model.clone(), opts.clone());
             payload = tokio::task::spawn_blocking(move || {
-                (i..end).try_fold(payload, |p, k| this.run_cpu(k, &model, &opts, p))
+                let none = Terms::default();
+                (i..end).try_fold(payload, |p, k| this.run_cpu(k, &model, &opts, &none, p))
             })
             .await
             .map_err(|e| StageError::Internal(format!("stage task failed: {e}")))??;
@@ -140,27 +164,24 @@ impl Pipeline {
         }
     }
 
-    /// Runs the pipeline, then rewrites the text as `plan` says: what every de-identifying
-    /// entry point (route, stream, job, ingestion, evaluation) calls.
-    pub async fn deidentify(
-        self: &Arc<Self>,
-        model: Arc<LoadedModel>,
-        text: Arc<str>,
-        opts: Arc<RunOptions>,
-        plan: &Plan,
-    ) -> Result<Deidentified, StageError> {
-        let spans = self.run(model, text, opts).await?;
-        let targets: Vec<Target> = spans
-            .spans
-            .iter()
-            .map(|s| Target {
-                start: s.start,
-                end: s.end,
-                label: canonical_label(&s.label),
-            })
-            .collect();
-        let outcome = operators::apply(&spans.original, &targets, plan);
-        Ok(Deidentified { spans, outcome })
+    /// Runs the Spans → Spans stages (merging, recognizers) on the spans of a text or of a
+    /// streaming region; `known` are identifiers found earlier in the same stream, which
+    /// propagation also looks for. CPU only: call it off the async runtime.
+    pub fn run_post(
+        &self,
+        spans: Spans,
+        model: &LoadedModel,
+        opts: &RunOptions,
+        known: &Terms,
+    ) -> Result<Spans, StageError> {
+        let payload = (self.post_at..self.stages.len())
+            .try_fold(Payload::Spans(spans), |p, k| {
+                self.run_cpu(k, model, opts, known, p)
+            })?;
+        match payload {
+            Payload::Spans(spans) => Ok(spans),
+            _ => Err(StageError::Internal("pipeline did not yield spans".into())),
+        }
     }
 
     /// Runs the stages before inference on the calling thread: the exact windows a request
@@ -177,7 +198,7 @@ impl Pipeline {
             .position(|s| matches!(s, StageSpec::Infer))
             .unwrap_or(self.stages.len());
         let payload = (0..infer_at).try_fold(Payload::Text(TextView::new(text)), |p, k| {
-            self.run_cpu(k, model, opts, p)
+            self.run_cpu(k, model, opts, &Terms::default(), p)
         })?;
         match payload {
             Payload::Windows(toks, ws) => Ok((toks, ws)),
@@ -192,6 +213,7 @@ impl Pipeline {
         k: usize,
         model: &LoadedModel,
         opts: &RunOptions,
+        known: &Terms,
         payload: Payload,
     ) -> Result<Payload, StageError> {
         let wrong = || {
@@ -283,6 +305,7 @@ impl Pipeline {
             ) => Payload::Spans(recognize::recognize(
                 spans,
                 &self.recognizers,
+                known,
                 recognize::RecognizeParams {
                     smart_merging: smart_merging.unwrap_or(opts.smart_merging),
                     safety_sweep: safety_sweep.unwrap_or(opts.safety_sweep),
@@ -298,14 +321,6 @@ impl Pipeline {
             _ => return Err(wrong()),
         })
     }
-}
-
-/// A de-identified text: the spans found (bytes of the original) and, in the same order, what
-/// was done to each.
-#[derive(Debug)]
-pub struct Deidentified {
-    pub spans: Spans,
-    pub outcome: Outcome,
 }
 
 /// The pipelines the service serves, by name.

@@ -33,7 +33,12 @@ pub struct RecognizeParams {
     pub min_finding_score: f32,
 }
 
-pub fn recognize(mut spans: Spans, recognizers: &Recognizers, p: RecognizeParams) -> Spans {
+pub fn recognize(
+    mut spans: Spans,
+    recognizers: &Recognizers,
+    known: &Terms,
+    p: RecognizeParams,
+) -> Spans {
     if !p.smart_merging && !p.safety_sweep && !p.join_names && !p.propagate {
         return spans;
     }
@@ -82,7 +87,7 @@ pub fn recognize(mut spans: Spans, recognizers: &Recognizers, p: RecognizeParams
     }
     v = coalesce(v);
     if p.propagate {
-        let found = propagate(&text, &v);
+        let found = propagate(&text, &v, known);
         spans.stats.propagated += found.len();
         v.extend(found);
         v.sort_by_key(|s| (s.start, s.end));
@@ -235,11 +240,38 @@ const NOT_NAMES: &[&str] = &[
     "street",
 ];
 
-/// Other occurrences of what was found: the words of names (three letters or more, as written)
-/// and the whole text of other identifiers (four characters or more), as whole words.
-fn propagate(text: &str, v: &[Span]) -> Vec<Span> {
-    use std::collections::HashMap;
-    let mut terms: HashMap<&str, (String, f32)> = HashMap::new();
+/// The identifiers propagation looks for, learnt from spans: the words of names (three letters
+/// or more, capitalized, as written) and the whole text of other identifiers (four characters
+/// or more). Each term keeps the label and score of its first sighting.
+#[derive(Debug, Default)]
+pub struct Terms {
+    by_term: std::collections::HashMap<String, (String, f32)>,
+}
+
+impl Terms {
+    /// Most terms a stream remembers: a bound on memory, far above any one patient's identifiers.
+    const CAP: usize = 4096;
+
+    /// Learns the terms of `spans` (byte offsets into `text`).
+    pub fn learn(&mut self, text: &str, spans: &[Span]) {
+        each_term(text, spans, |term, label, score| {
+            if self.by_term.len() < Self::CAP && !self.by_term.contains_key(term) {
+                self.by_term
+                    .insert(term.to_string(), (label.to_string(), score));
+            }
+        });
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_term.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_term.is_empty()
+    }
+}
+
+fn each_term<'a>(text: &'a str, v: &'a [Span], mut f: impl FnMut(&'a str, &'a str, f32)) {
     for s in v {
         let value = &text[s.start..s.end];
         if is_name(s) {
@@ -255,12 +287,26 @@ fn propagate(text: &str, v: &[Span]) -> Vec<Span> {
                     && w.chars().next().is_some_and(char::is_uppercase)
                     && !NOT_NAMES.contains(&w.to_lowercase().as_str())
                 {
-                    terms.entry(w).or_insert((label.to_string(), s.score));
+                    f(w, label, s.score);
                 }
             }
         } else if value.chars().count() >= 4 {
-            terms.entry(value).or_insert((s.label.clone(), s.score));
+            f(value, &s.label, s.score);
         }
+    }
+}
+
+/// Other occurrences, as whole words, of the terms of `v` and of those already `known`.
+fn propagate(text: &str, v: &[Span], known: &Terms) -> Vec<Span> {
+    use std::collections::HashMap;
+    let mut terms: HashMap<&str, (&str, f32)> = HashMap::new();
+    each_term(text, v, |term, label, score| {
+        terms.entry(term).or_insert((label, score));
+    });
+    for (term, (label, score)) in &known.by_term {
+        terms
+            .entry(term.as_str())
+            .or_insert((label.as_str(), *score));
     }
     if terms.is_empty() {
         return Vec::new();
@@ -289,7 +335,7 @@ fn propagate(text: &str, v: &[Span]) -> Vec<Span> {
         out.push(Span {
             start: a,
             end: b,
-            label: label.clone(),
+            label: label.to_string(),
             score: *score,
             source: Source::Pattern,
             pattern: Some(std::sync::Arc::from("propagation")),
@@ -344,6 +390,7 @@ mod tests {
                 stats: RunStats::default(),
             },
             &table,
+            &Terms::default(),
             p,
         );
         out.spans
@@ -481,6 +528,7 @@ mod tests {
                     stats: RunStats::default(),
                 },
                 &table,
+                &Terms::default(),
                 p,
             );
             assert!(covered_bytes(&out.spans) >= before, "{p:?}");
