@@ -33,7 +33,7 @@ fn main() {
 async fn run(docs: usize) {
     let settings = Settings::from_env();
     let model_id = settings.pii_model.clone();
-    let state = phiflow::api::build_state(settings)
+    let state = phiflow::api::build_state_without_jobs(settings)
         .expect("service starts (run scripts/fetch-assets first)");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

@@ -88,12 +88,33 @@ pub struct Settings {
     /// Longest text field in characters (one-shot routes and each job document).
     #[arg(long, env = "SERVICE_MAX_TEXT_CHARS", default_value_t = 1_000_000)]
     pub max_text_chars: usize,
-    /// Log as JSON lines.
+    /// Job store (SQLite, WAL); default `<data_dir>/jobs.sqlite`.
+    #[arg(long, env = "SERVICE_JOBS_DB")]
+    pub jobs_db: Option<PathBuf>,
+    /// Jobs worked on at once.
+    #[arg(long, env = "SERVICE_JOBS_WORKERS", default_value_t = 2)]
+    pub jobs_workers: usize,
+    /// Documents of one job in flight at once (they share the model's batching queue).
+    #[arg(long, env = "SERVICE_JOBS_DOC_CONCURRENCY", default_value_t = 8)]
+    pub jobs_doc_concurrency: usize,
+    /// Seconds a finished job and its results are kept.
+    #[arg(long, env = "SERVICE_JOBS_TTL_SECONDS", default_value_t = 86_400)]
+    pub jobs_ttl_seconds: u64,
+    /// Time limit of one webhook attempt, in seconds.
+    #[arg(long, env = "SERVICE_WEBHOOK_TIMEOUT_SECONDS", default_value_t = 10.0)]
+    pub webhook_timeout_seconds: f64,
+    /// Hosts webhooks may call, comma-separated (`*.example.org` for subdomains); unset: any.
+    #[arg(long, env = "SERVICE_WEBHOOK_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub webhook_allowed_hosts: Option<Vec<String>>,
+    /// Key sealing webhook secrets at rest: 32 bytes, base64. Unset: a key file beside the
+    /// job store (`<jobs_db>.key`, mode 0600), created on first start.
+    #[arg(long, env = "SERVICE_JOBS_SEAL_KEY", hide_env_values = true)]
+    pub jobs_seal_key: Option<String>,
     /// Key for hashes and surrogates: with it they are stable across requests (pseudonyms);
     /// without it each request draws a random key. Never logged or returned.
     #[arg(long, env = "SERVICE_DEID_SECRET_KEY", hide_env_values = true)]
     pub deid_secret_key: Option<String>,
-
+    /// Log as JSON lines.
     #[arg(long, env = "SERVICE_LOG_JSON", default_value_t = false)]
     pub log_json: bool,
 }

@@ -8,6 +8,7 @@ pub mod datafiles;
 pub mod deid;
 pub mod eval;
 pub mod inference;
+pub mod jobs;
 pub mod pipeline;
 pub mod stages;
 pub mod streaming;

@@ -100,7 +100,7 @@ fn run_eval(args: EvalArgs) -> std::process::ExitCode {
         ..Default::default()
     };
     runtime.block_on(async move {
-        let state = match phiflow::api::build_state(args.settings) {
+        let state = match phiflow::api::build_state_without_jobs(args.settings) {
             Ok(s) => s,
             Err(e) => return fail(e.to_string()),
         };

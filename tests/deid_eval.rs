@@ -31,7 +31,7 @@ fn safe_harbor_recall_on_the_synthetic_corpus() {
     let report = rt.block_on(async {
         let mut settings = Settings::from_env();
         settings.preload_models = Some(vec![]);
-        let state = phiflow::api::build_state(settings).expect("service state");
+        let state = phiflow::api::build_state_without_jobs(settings).expect("service state");
         run(&state, &notes, &EvalOptions::default())
             .await
             .expect("evaluation runs")

@@ -199,14 +199,20 @@ async fn every_route_lists_every_violation_with_its_loc() {
 }
 
 #[tokio::test]
-async fn valid_requests_to_later_capabilities_get_501_after_validation() {
+async fn valid_requests_are_served_or_get_501_after_validation() {
     let s = common::server();
     for (route, good, _, _) in cases() {
         let (status, body) = s.post(route, &good).await;
         match route {
-            "/analyze" | "/pii/extract" | "/pii/deidentify" | "/models/unload" => {
+            "/analyze"
+            | "/pii/extract"
+            | "/pii/deidentify"
+            | "/models/unload"
+            | "/pii/extract/stream"
+            | "/pii/deidentify/stream" => {
                 assert_eq!(status, 200, "{route}: {body}")
             }
+            "/jobs" => assert_eq!(status, 202, "{route}: {body}"),
             _ => {
                 assert_eq!(status, 501, "{route}: {body}");
                 assert_eq!(body["error"]["code"], "not_implemented");
@@ -214,8 +220,9 @@ async fn valid_requests_to_later_capabilities_get_501_after_validation() {
             }
         }
     }
+    let (status, body) = s.get("/jobs/abc").await;
+    assert_eq!(status, 404, "{body}");
     for path in [
-        "/jobs/abc",
         "/fhir/smart-backend/ingestions/abc",
         "/fhir/smart-backend/ingestions/abc/summary",
     ] {

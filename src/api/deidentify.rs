@@ -17,12 +17,14 @@ use super::detect::{keep_alive_of, language_warning, now_rfc3339};
 use super::error::ApiError;
 use super::schemas;
 use super::state::AppState;
+use crate::config::Settings;
 use crate::deid::canonical_label;
 use crate::deid::operators::{Applied, Redaction};
 use crate::deid::options::{self, DeidRequest, ResolveError, Resolved};
 use crate::deid::policy::Method;
-use crate::inference::{KeepAlive, ModelHandle};
-use crate::pipeline::Pipeline;
+use crate::deid::policy::Policies;
+use crate::inference::{KeepAlive, ModelHandle, ModelRegistry};
+use crate::pipeline::{Pipeline, Pipelines};
 use crate::stages::{CharIndex, RunOptions, Span};
 use crate::streaming;
 
@@ -58,6 +60,7 @@ impl Validated for PiiDeidentifyRequest {
 /// Everything a de-identification needs once the request is checked.
 pub struct DeidSetup {
     pub resolved: Resolved,
+    patterns_version: String,
     pub opts: Arc<RunOptions>,
     pub lang: String,
     pub model_name: String,
@@ -66,7 +69,12 @@ pub struct DeidSetup {
 
 impl DeidSetup {
     /// Resolves method, policy and dates (cross-checks give 422 with the field's location).
-    pub fn new(state: &AppState, o: &DeidOptions) -> Result<Self, ApiError> {
+    pub fn new(
+        settings: &Settings,
+        pipelines: &Pipelines,
+        policies: &Policies,
+        o: &DeidOptions,
+    ) -> Result<Self, ApiError> {
         let lang = o.lang.clone().unwrap_or_else(|| "en".into());
         let resolved = options::resolve(
             &DeidRequest {
@@ -80,8 +88,8 @@ impl DeidSetup {
                 confidence_threshold: o.confidence_threshold.unwrap_or(0.7) as f32,
                 lang: lang.clone(),
             },
-            &state.policies,
-            state.settings.deid_secret_key.as_deref().map(str::as_bytes),
+            policies,
+            settings.deid_secret_key.as_deref().map(str::as_bytes),
         )
         .map_err(|e| match e {
             ResolveError::Conflicts(c) => ApiError::Validation(
@@ -105,17 +113,17 @@ impl DeidSetup {
             o.use_smart_merging.unwrap_or(true),
             resolved.safety_sweep,
         ));
-        let pipeline = state
-            .pipelines
+        let pipeline = pipelines
             .get("pii_deidentify")
             .ok_or_else(|| ApiError::Internal("pii_deidentify pipeline missing".into()))?;
         Ok(Self {
             resolved,
+            patterns_version: pipelines.recognizers.version.to_string(),
             opts,
             model_name: o
                 .model_name
                 .clone()
-                .unwrap_or_else(|| state.settings.pii_model.clone()),
+                .unwrap_or_else(|| settings.pii_model.clone()),
             lang,
             pipeline,
         })
@@ -123,10 +131,10 @@ impl DeidSetup {
 
     pub async fn model(
         &self,
-        state: &AppState,
+        registry: &Arc<ModelRegistry>,
         keep_alive: Option<KeepAlive>,
     ) -> Result<ModelHandle, ApiError> {
-        Ok(state.registry.acquire(&self.model_name, keep_alive).await?)
+        Ok(registry.acquire(&self.model_name, keep_alive).await?)
     }
 
     /// Warnings about the language and the key.
@@ -144,7 +152,7 @@ impl DeidSetup {
     }
 
     /// The method, policy and detection settings, as reported in responses.
-    pub fn metadata(&self, state: &AppState) -> Value {
+    pub fn metadata(&self) -> Value {
         let r = &self.resolved;
         json!({
             "pipeline": self.pipeline.name,
@@ -156,7 +164,7 @@ impl DeidSetup {
             "safety_sweep": {
                 "enabled": r.safety_sweep,
                 "forced_by_policy": r.sweep_forced,
-                "patterns_version": state.pipelines.recognizers.version,
+                "patterns_version": self.patterns_version,
             },
             "policy": r.policy.as_ref().map(|p| json!({
                 "name": p.name,
@@ -241,8 +249,13 @@ pub async fn deidentify(
     let started = Instant::now();
     let keep_alive = keep_alive_of(&req.raw);
     let r = req.body;
-    let setup = DeidSetup::new(&state, &r.options)?;
-    let model = setup.model(&state, keep_alive).await?;
+    let setup = DeidSetup::new(
+        &state.settings,
+        &state.pipelines,
+        &state.policies,
+        &r.options,
+    )?;
+    let model = setup.model(&state.registry, keep_alive).await?;
     let warnings = setup.warnings(&model);
     let done = streaming::deidentify(
         setup.pipeline.clone(),
@@ -261,7 +274,7 @@ pub async fn deidentify(
         &outcome.text,
         &outcome.redactions,
     );
-    let mut metadata = setup.metadata(&state);
+    let mut metadata = setup.metadata();
     metadata["safety_sweep"]["spans_added"] = json!(spans.stats.sweep_added);
     metadata["safety_sweep"]["spans_merged"] = json!(spans.stats.pattern_merged);
     metadata["propagated"] = json!(spans.stats.propagated);

@@ -5,6 +5,7 @@ mod body;
 mod deidentify;
 mod detect;
 mod error;
+mod jobs;
 mod ops;
 mod pending;
 mod schemas;
@@ -44,8 +45,9 @@ pub fn router(state: AppState) -> Router {
         .route("/pii/extract/stream", post(stream::extract_stream))
         .route("/pii/deidentify", post(deidentify::deidentify))
         .route("/pii/deidentify/stream", post(stream::deidentify_stream))
-        .route("/jobs", post(pending::jobs_create))
-        .route("/jobs/{job_id}", get(pending::job_get))
+        .route("/jobs", post(jobs::create))
+        .route("/jobs/{job_id}", get(jobs::get).delete(jobs::cancel))
+        .route("/jobs/{job_id}/results", get(jobs::results))
         .route("/privacy-gateway/complete", post(pending::privacy_gateway))
         .route("/omop/load", post(pending::omop_load))
         .route("/cohort/resolve", post(pending::cohort_resolve))
@@ -106,11 +108,69 @@ pub enum StartError {
     Pipeline(#[from] crate::pipeline::PipelineError),
     #[error(transparent)]
     Policy(#[from] crate::deid::policy::PolicyError),
+    #[error("job store: {0}")]
+    Jobs(#[from] crate::jobs::JobError),
 }
 
-/// Builds the state from settings: runtime, pipelines (checked), registry and its reaper.
-/// The preload runs in the background; `/readyz` turns ready when it has finished.
+/// Builds the state from settings: runtime, pipelines (checked), registry and its reaper, and
+/// the job store (whose workers resume unfinished jobs). The preload runs in the background;
+/// `/readyz` turns ready when it has finished. Call it inside a tokio runtime.
 pub fn build_state(settings: Settings) -> Result<AppState, StartError> {
+    build(settings, true)
+}
+
+/// The state without a job store, for processes that serve no HTTP (evaluation): they must
+/// not pick up the server's jobs.
+pub fn build_state_without_jobs(settings: Settings) -> Result<AppState, StartError> {
+    build(settings, false)
+}
+
+fn open_jobs(
+    settings: &Arc<Settings>,
+    registry: &Arc<ModelRegistry>,
+    pipelines: &Arc<Pipelines>,
+    policies: &Arc<Policies>,
+) -> Result<Arc<crate::jobs::Jobs>, StartError> {
+    use base64::Engine;
+    let seal_key = match &settings.jobs_seal_key {
+        Some(k) => Some(
+            base64::engine::general_purpose::STANDARD
+                .decode(k.trim())
+                .ok()
+                .filter(|k| k.len() == 32)
+                .ok_or_else(|| {
+                    StartError::Settings("SERVICE_JOBS_SEAL_KEY must be 32 bytes in base64".into())
+                })?,
+        ),
+        None => None,
+    };
+    if !settings.webhook_timeout_seconds.is_finite() || settings.webhook_timeout_seconds <= 0.0 {
+        return Err(StartError::Settings(
+            "SERVICE_WEBHOOK_TIMEOUT_SECONDS must be a positive number".into(),
+        ));
+    }
+    let job_settings = crate::jobs::JobSettings {
+        db_path: settings
+            .jobs_db
+            .clone()
+            .unwrap_or_else(|| settings.data_dir.join("jobs.sqlite")),
+        workers: settings.jobs_workers.max(1),
+        doc_concurrency: settings.jobs_doc_concurrency.max(1),
+        ttl: std::time::Duration::from_secs(settings.jobs_ttl_seconds),
+        webhook_timeout: std::time::Duration::from_secs_f64(settings.webhook_timeout_seconds),
+        webhook_allowed_hosts: settings.webhook_allowed_hosts.clone(),
+        seal_key,
+    };
+    let processor = Arc::new(jobs::JobProcessor {
+        settings: settings.clone(),
+        registry: registry.clone(),
+        pipelines: pipelines.clone(),
+        policies: policies.clone(),
+    });
+    Ok(crate::jobs::Jobs::open(job_settings, Arc::new(processor))?)
+}
+
+fn build(settings: Settings, with_jobs: bool) -> Result<AppState, StartError> {
     let default_keep_alive = KeepAlive::parse(&settings.keep_alive)
         .map_err(|why| StartError::Settings(format!("SERVICE_KEEP_ALIVE: {why}")))?;
     let runtime = OrtRuntime::init(
@@ -136,12 +196,20 @@ pub fn build_state(settings: Settings) -> Result<AppState, StartError> {
         },
     );
     spawn_reaper(registry.clone());
+    let (settings, pipelines, policies) =
+        (Arc::new(settings), Arc::new(pipelines), Arc::new(policies));
+    let jobs = if with_jobs {
+        Some(open_jobs(&settings, &registry, &pipelines, &policies)?)
+    } else {
+        None
+    };
     let state = AppState {
-        settings: Arc::new(settings),
+        settings,
         registry,
-        pipelines: Arc::new(pipelines),
-        policies: Arc::new(policies),
+        pipelines,
+        policies,
         readiness: Arc::new(Readiness::default()),
+        jobs,
     };
     spawn_preload(state.clone());
     Ok(state)
@@ -176,13 +244,22 @@ fn spawn_preload(state: AppState) {
     });
 }
 
-/// Serves until `shutdown` resolves, then drains in-flight requests.
+/// How long shutdown waits for job documents in flight; the rest resume after restart.
+const JOBS_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Serves until `shutdown` resolves, then drains in-flight requests and lets the job workers
+/// finish the documents they hold.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
+    let jobs = state.jobs.clone();
+    let served = axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown)
-        .await
+        .await;
+    if let Some(jobs) = jobs {
+        jobs.shutdown(JOBS_GRACE).await;
+    }
+    served
 }

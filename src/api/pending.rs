@@ -30,7 +30,6 @@ macro_rules! pending_post {
     };
 }
 
-pending_post!(jobs_create, schemas::DEIDENTIFY_JOB, "POST /jobs", 4);
 pending_post!(
     privacy_gateway,
     schemas::PRIVACY_GATEWAY,
@@ -57,13 +56,6 @@ pending_post!(
     "POST /v1/decisions/batch",
     7
 );
-
-pub async fn job_get(Path(_job_id): Path<String>) -> ApiError {
-    ApiError::NotImplemented {
-        route: "GET /jobs/{job_id}",
-        issue: 4,
-    }
-}
 
 pub async fn ingestion_get(Path(_job_id): Path<String>) -> ApiError {
     ApiError::NotImplemented {

@@ -15,6 +15,8 @@ pub struct AppState {
     pub pipelines: Arc<Pipelines>,
     pub policies: Arc<Policies>,
     pub readiness: Arc<Readiness>,
+    /// The durable job store; `None` in processes that serve no HTTP (evaluation).
+    pub jobs: Option<Arc<crate::jobs::Jobs>>,
 }
 
 /// Whether start-up (the model preload) has completed, and if not, why.

@@ -60,7 +60,7 @@ async fn read_text_and_options<T: for<'de> Deserialize<'de>>(
 }
 
 /// An NDJSON response fed by a channel of lines.
-fn ndjson(rx: mpsc::Receiver<Bytes>) -> Response {
+pub fn ndjson(rx: mpsc::Receiver<Bytes>) -> Response {
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
     });
@@ -294,8 +294,8 @@ pub async fn deidentify_stream(
     let (text, o, raw) =
         read_text_and_options::<DeidStreamOptions>(req, &state, &schemas::PII_DEIDENTIFY_STREAM)
             .await?;
-    let setup = DeidSetup::new(&state, &o.deid)?;
-    let model = setup.model(&state, keep_alive_of(&raw)).await?;
+    let setup = DeidSetup::new(&state.settings, &state.pipelines, &state.policies, &o.deid)?;
+    let model = setup.model(&state.registry, keep_alive_of(&raw)).await?;
     let warnings = setup.warnings(&model);
     let chunk_chars = o.chunk_size.unwrap_or(1024);
     let params = StreamParams {
@@ -309,7 +309,7 @@ pub async fn deidentify_stream(
         Arc::from(text),
         params,
     );
-    let metadata = setup.metadata(&state);
+    let metadata = setup.metadata();
     let (tx, rx) = mpsc::channel(16);
     let request_id = current_request_id();
     tokio::spawn(async move {

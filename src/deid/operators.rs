@@ -447,6 +447,51 @@ mod tests {
     ];
 
     #[test]
+    fn rewriting_in_pieces_equals_rewriting_whole() {
+        let mut p = plan(Method::Replace);
+        p.keep_mapping = true;
+        let whole = run(NOTE, TARGETS, &p);
+        let all = {
+            let mut ts = Vec::new();
+            let mut from = 0;
+            for (s, l) in TARGETS {
+                let i = from + NOTE[from..].find(s).expect("target");
+                ts.push(Target {
+                    start: i,
+                    end: i + s.len(),
+                    label: canonical_label(l),
+                });
+                from = i + s.len();
+            }
+            ts
+        };
+        for cut in [0, 8, 25, NOTE.len()] {
+            let mut r = Rewriter::new(&p);
+            let mut reds = Vec::new();
+            let (a, b): (Vec<Target>, Vec<Target>) = all.iter().partition(|t| t.end <= cut);
+            let b: Vec<Target> = b
+                .into_iter()
+                .map(|t| Target {
+                    start: t.start - cut,
+                    end: t.end - cut,
+                    ..t
+                })
+                .collect();
+            let text = r.push(&NOTE[..cut], &a, &mut reds) + &r.push(&NOTE[cut..], &b, &mut reds);
+            assert_eq!(text, whole.text, "cut at {cut}");
+            assert_eq!(r.finish(), whole.mapping);
+            let spans: Vec<(usize, usize)> =
+                reds.iter().map(|r| (r.out_start, r.out_end)).collect();
+            let expected: Vec<(usize, usize)> = whole
+                .redactions
+                .iter()
+                .map(|r| (r.out_start, r.out_end))
+                .collect();
+            assert_eq!(spans, expected);
+        }
+    }
+
+    #[test]
     fn mask_and_numbered_mapping() {
         let o = run(NOTE, TARGETS, &plan(Method::Mask));
         assert_eq!(

@@ -29,6 +29,7 @@ pub fn start_unready(configure: impl FnOnce(&mut Settings)) -> Server {
     let mut settings = Settings::from_env();
     settings.host = "127.0.0.1".into();
     settings.port = 0;
+    settings.data_dir = temp_dir("data");
     configure(&mut settings);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -53,6 +54,22 @@ pub fn start_unready(configure: impl FnOnce(&mut Settings)) -> Server {
         .expect("server address");
     let base = format!("http://{addr}");
     Server { base }
+}
+
+/// A fresh, empty directory under the system temp dir (jobs databases, key files).
+pub fn temp_dir(tag: &str) -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let dir = std::env::temp_dir().join(format!(
+        "phiflow-test-{tag}-{}-{nanos}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
 }
 
 /// The shared default server of a test binary.

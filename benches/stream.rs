@@ -1,0 +1,265 @@
+//! Streaming bench: runs the release `phiflow serve` binary as its own process on 127.0.0.1 and
+//! measures, with a client in this process:
+//! - throughput of /pii/extract/stream against /pii/extract on one note (default 1 MB);
+//! - time to the first record against the whole stream's time (default 10 MB);
+//! - the server's peak resident memory while streaming one note (default 50 MB), sampled from
+//!   /proc every 20 ms, against the body size.
+//!
+//! Run: `cargo bench --bench stream`. `PHIFLOW_STREAM_BENCH=throughput:1,first:10,memory:50`
+//! chooses the parts and sizes in MB; `PHIFLOW_STREAM_BENCH_MEMORY_LIMIT_S` stops the memory
+//! part's stream after that many seconds (on 2 CPU cores the model scores about 0.6 MB a minute,
+//! so a whole 50 MB stream takes over an hour there).
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+#[path = "corpus.rs"]
+mod corpus;
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+fn start() -> Server {
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_phiflow"))
+        .arg("serve")
+        .env("SERVICE_PORT", port.to_string())
+        .env("SERVICE_MAX_BODY_BYTES", (128u64 << 20).to_string())
+        .env("SERVICE_MAX_TEXT_CHARS", "100000000")
+        .env(
+            "SERVICE_DATA_DIR",
+            std::env::temp_dir().join("phiflow-stream-bench"),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start phiflow serve (run scripts/fetch-assets first)");
+    let base = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while ureq_status(&format!("{base}/readyz")) != Some(200) {
+        assert!(Instant::now() < deadline, "server never became ready");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Server { child, base }
+}
+
+/// Status of a GET with a plain socket (no runtime needed).
+fn ureq_status(url: &str) -> Option<u16> {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://")?;
+    let (host, path) = rest.split_once('/')?;
+    let mut s = std::net::TcpStream::connect(host).ok()?;
+    write!(
+        s,
+        "GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).ok()?;
+    buf.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Resident memory of a process in bytes.
+fn rss(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// A note of about `bytes` bytes: the bench corpus repeated, with line breaks between notes.
+fn note(bytes: usize) -> String {
+    let notes = corpus::notes(64);
+    let mut out = String::with_capacity(bytes + 4096);
+    let mut i = 0;
+    while out.len() < bytes {
+        out.push_str(&notes[i % notes.len()]);
+        out.push('\n');
+        i += 1;
+    }
+    out
+}
+
+struct StreamRun {
+    first_record: Duration,
+    total: Duration,
+    records: usize,
+    /// False when the time limit stopped it.
+    finished: bool,
+}
+
+async fn stream(
+    client: &reqwest::Client,
+    base: &str,
+    body: String,
+    limit: Option<Duration>,
+) -> StreamRun {
+    let started = Instant::now();
+    let mut r = client
+        .post(format!("{base}/pii/extract/stream"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("stream request");
+    assert_eq!(r.status().as_u16(), 200);
+    let (mut first, mut records, mut pending) = (None, 0, Vec::new());
+    let mut last = Value::Null;
+    while let Some(chunk) = r.chunk().await.expect("stream body") {
+        if limit.is_some_and(|l| started.elapsed() > l) {
+            return StreamRun {
+                first_record: first.unwrap_or_default(),
+                total: started.elapsed(),
+                records,
+                finished: false,
+            };
+        }
+        pending.extend_from_slice(&chunk);
+        while let Some(nl) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=nl).collect();
+            first.get_or_insert_with(|| started.elapsed());
+            records += 1;
+            if line.starts_with(b"{\"type\":\"final\"") || line.starts_with(b"{\"type\":\"error\"")
+            {
+                last = serde_json::from_slice(&line).unwrap_or(Value::Null);
+            }
+        }
+    }
+    assert_eq!(last["type"], "final", "stream ended without a final record");
+    StreamRun {
+        first_record: first.unwrap_or_default(),
+        total: started.elapsed(),
+        records,
+        finished: true,
+    }
+}
+
+fn body_of(text: &str) -> String {
+    json!({ "text": text, "include_text": false }).to_string()
+}
+
+fn main() {
+    let plan = std::env::var("PHIFLOW_STREAM_BENCH")
+        .unwrap_or_else(|_| "throughput:1,first:10,memory:50".into());
+    let server = start();
+    let pid = server.child.id();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(24 * 3600))
+        .build()
+        .expect("client");
+    // Warm-up: the model is resident and the first batch is behind us.
+    rt.block_on(stream(&client, &server.base, body_of(&note(20_000)), None));
+    for part in plan.split(',') {
+        let Some((what, mb)) = part.split_once(':') else {
+            continue;
+        };
+        let mb: f64 = mb.parse().expect("size in MB");
+        let text = note((mb * 1e6) as usize);
+        match what {
+            "throughput" => {
+                let started = Instant::now();
+                let r = rt.block_on(
+                    client
+                        .post(format!("{}/pii/extract", server.base))
+                        .json(&json!({ "text": text }))
+                        .send(),
+                );
+                let status = r.expect("extract").status().as_u16();
+                assert_eq!(status, 200);
+                let one_shot = started.elapsed().as_secs_f64();
+                let s = rt.block_on(stream(&client, &server.base, body_of(&text), None));
+                let streamed = s.total.as_secs_f64();
+                println!(
+                    "stream/throughput {mb} MB: /pii/extract {one_shot:.1} s ({:.0} KB/s), \
+                     /pii/extract/stream {streamed:.1} s ({:.0} KB/s), stream/extract time ratio {:.3}",
+                    text.len() as f64 / 1e3 / one_shot,
+                    text.len() as f64 / 1e3 / streamed,
+                    streamed / one_shot
+                );
+            }
+            "first" => {
+                let s = rt.block_on(stream(&client, &server.base, body_of(&text), None));
+                println!(
+                    "stream/first-record {mb} MB: first record after {:.3} s, whole stream {:.1} s \
+                     ({} records), first/whole {:.4}",
+                    s.first_record.as_secs_f64(),
+                    s.total.as_secs_f64(),
+                    s.records,
+                    s.first_record.as_secs_f64() / s.total.as_secs_f64()
+                );
+            }
+            "memory" => {
+                let body = body_of(&text);
+                drop(text);
+                let body_len = body.len() as u64;
+                let before = rss(pid);
+                let peak = Arc::new(AtomicU64::new(before));
+                let done = Arc::new(AtomicBool::new(false));
+                let sampler = {
+                    let (peak, done) = (peak.clone(), done.clone());
+                    std::thread::spawn(move || {
+                        while !done.load(Ordering::Relaxed) {
+                            peak.fetch_max(rss(pid), Ordering::Relaxed);
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                    })
+                };
+                let limit = std::env::var("PHIFLOW_STREAM_BENCH_MEMORY_LIMIT_S")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .map(Duration::from_secs);
+                let s = rt.block_on(stream(&client, &server.base, body, limit));
+                done.store(true, Ordering::Relaxed);
+                let _ = sampler.join();
+                let peak = peak.load(Ordering::Relaxed);
+                println!(
+                    "stream/memory {mb} MB: body {:.1} MB, server RSS before {:.1} MB, peak {:.1} MB, \
+                     growth {:.1} MB = {:.2}× body (stream {:.0} s, {} records{})",
+                    body_len as f64 / 1e6,
+                    before as f64 / 1e6,
+                    peak as f64 / 1e6,
+                    (peak - before) as f64 / 1e6,
+                    (peak - before) as f64 / body_len as f64,
+                    s.total.as_secs_f64(),
+                    s.records,
+                    if s.finished {
+                        ""
+                    } else {
+                        ", stopped by the time limit"
+                    }
+                );
+            }
+            other => eprintln!("unknown part {other}"),
+        }
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+    }
+}

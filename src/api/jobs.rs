@@ -1,0 +1,346 @@
+//! POST /jobs, GET /jobs/{job_id}, GET /jobs/{job_id}/results and DELETE /jobs/{job_id}:
+//! durable de-identification jobs over the job store, and the processor that runs each
+//! document through the same engine as /pii/deidentify.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, Request, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::body::read_json_limited;
+use super::deidentify::{DeidOptions, DeidSetup, EntityShaper};
+use super::detect::keep_alive_of;
+use super::error::ApiError;
+use super::schemas;
+use super::state::AppState;
+use super::validate::Violation;
+use crate::config::Settings;
+use crate::deid::policy::{Method, Policies};
+use crate::inference::ModelRegistry;
+use crate::jobs::{
+    BoxFut, DocError, JobError, Jobs, NewDocument, NewJob, ProcessedDoc, Processor, WebhookConfig,
+};
+use crate::pipeline::Pipelines;
+use crate::streaming;
+
+/// De-identifies job documents with the request's options, through the shared model queue.
+pub struct JobProcessor {
+    pub settings: Arc<Settings>,
+    pub registry: Arc<ModelRegistry>,
+    pub pipelines: Arc<Pipelines>,
+    pub policies: Arc<Policies>,
+}
+
+/// How long a document waits, in all, for a busy model queue before it fails.
+const BUSY_PATIENCE: Duration = Duration::from_secs(300);
+
+fn doc_error(e: &ApiError) -> DocError {
+    let (code, message) = e.code_and_message();
+    DocError {
+        code: code.into(),
+        message: message.into(),
+    }
+}
+
+impl JobProcessor {
+    async fn run(&self, options: Value, text: String) -> Result<ProcessedDoc, DocError> {
+        let o: DeidOptions = serde_json::from_value(options.clone()).map_err(|_| DocError {
+            code: "invalid_options".into(),
+            message: "The stored job options do not parse".into(),
+        })?;
+        let setup = DeidSetup::new(&self.settings, &self.pipelines, &self.policies, &o)
+            .map_err(|e| doc_error(&e))?;
+        let text: Arc<str> = Arc::from(text);
+        let keep_alive = keep_alive_of(&options);
+        let started = tokio::time::Instant::now();
+        let done = loop {
+            let attempt = async {
+                let model = setup.model(&self.registry, keep_alive).await?;
+                let done = streaming::deidentify(
+                    setup.pipeline.clone(),
+                    model.arc(),
+                    setup.opts.clone(),
+                    text.clone(),
+                    &setup.resolved.plan,
+                )
+                .await?;
+                Ok::<_, ApiError>(done)
+            };
+            match attempt.await {
+                Ok(done) => break done,
+                // A full queue is back-pressure, not a verdict on the document: wait and retry.
+                Err(ApiError::Busy {
+                    retry_after_secs, ..
+                }) if started.elapsed() < BUSY_PATIENCE => {
+                    tokio::time::sleep(Duration::from_secs(retry_after_secs.max(1))).await;
+                }
+                Err(e) => return Err(doc_error(&e)),
+            }
+        };
+        let mut shaper = EntityShaper::default();
+        shaper.push(
+            &done.spans.original,
+            &done.spans.spans,
+            &done.outcome.text,
+            &done.outcome.redactions,
+        );
+        let labels = shaper
+            .counts
+            .iter()
+            .flat_map(|(label, n)| std::iter::repeat_n(label.to_string(), *n))
+            .collect();
+        Ok(ProcessedDoc {
+            text: done.outcome.text,
+            entities: json!(shaper.entities),
+            labels,
+        })
+    }
+}
+
+impl Processor for Arc<JobProcessor> {
+    fn process(&self, options: &Value, text: String) -> BoxFut<Result<ProcessedDoc, DocError>> {
+        let (this, options) = (self.clone(), options.clone());
+        Box::pin(async move { this.run(options, text).await })
+    }
+}
+
+fn jobs_of(state: &AppState) -> Result<Arc<Jobs>, ApiError> {
+    state.jobs.clone().ok_or(ApiError::NotFound {
+        code: "jobs_disabled",
+        message: "This process runs without a job store",
+    })
+}
+
+fn store_error(e: JobError) -> ApiError {
+    match e {
+        JobError::Invalid(why) => {
+            ApiError::validation_one(&[json!("body")], "value_error", why, None)
+        }
+        other => ApiError::Internal(other.to_string()),
+    }
+}
+
+/// Runs a blocking store call off the async runtime.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, JobError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::Internal(format!("job store task failed: {e}")))?
+        .map_err(store_error)
+}
+
+const JOB_NOT_FOUND: ApiError = ApiError::NotFound {
+    code: "job_not_found",
+    message: "No such job (unknown, or expired)",
+};
+
+/// Checks what the schema cannot: document texts, the webhook's URL and secret.
+fn check_job(
+    raw: &Value,
+    jobs: &Jobs,
+    max_text_chars: usize,
+) -> Result<(Vec<NewDocument>, Option<WebhookConfig>), ApiError> {
+    let mut violations = Vec::new();
+    let docs = raw["documents"].as_array().cloned().unwrap_or_default();
+    if docs.is_empty() {
+        violations.push(Violation::new(
+            &[json!("body"), json!("documents")],
+            "too_short",
+            "List should have at least 1 item",
+            Some(json!({ "min_length": 1 })),
+        ));
+    }
+    let mut documents = Vec::with_capacity(docs.len());
+    for (i, d) in docs.into_iter().enumerate() {
+        let loc = [json!("body"), json!("documents"), json!(i), json!("text")];
+        let text = match d.get("text").and_then(Value::as_str) {
+            Some(t) => t.to_string(),
+            None => {
+                violations.push(Violation::new(&loc, "missing", "Field required", None));
+                continue;
+            }
+        };
+        if text.is_empty() {
+            violations.push(Violation::new(
+                &loc,
+                "string_too_short",
+                "String should have at least 1 character",
+                Some(json!({ "min_length": 1 })),
+            ));
+        } else if text.chars().count() > max_text_chars {
+            violations.push(Violation::new(
+                &loc,
+                "string_too_long",
+                format!("String should have at most {max_text_chars} characters"),
+                Some(json!({ "max_length": max_text_chars })),
+            ));
+        }
+        let id = d.get("id").and_then(Value::as_str).map(String::from);
+        documents.push(NewDocument { id, text });
+    }
+    let webhook = match raw.get("webhook").filter(|w| !w.is_null()) {
+        None => None,
+        Some(w) => {
+            let url = w["url"].as_str().unwrap_or_default().to_string();
+            if let Err(why) = jobs.check_webhook_url(&url) {
+                violations.push(Violation::new(
+                    &[json!("body"), json!("webhook"), json!("url")],
+                    "url_not_allowed",
+                    why,
+                    None,
+                ));
+            }
+            let secret = w["secret"].as_str().unwrap_or_default().to_string();
+            if secret.trim().is_empty() {
+                violations.push(Violation::new(
+                    &[json!("body"), json!("webhook"), json!("secret")],
+                    "string_too_short",
+                    "The webhook secret must not be blank",
+                    None,
+                ));
+            }
+            Some(WebhookConfig {
+                url,
+                secret,
+                max_attempts: w["max_attempts"].as_u64().unwrap_or(3) as u32,
+                backoff_seconds: w["backoff_seconds"].as_f64().unwrap_or(0.5),
+            })
+        }
+    };
+    if violations.is_empty() {
+        Ok((documents, webhook))
+    } else {
+        Err(ApiError::Validation(violations))
+    }
+}
+
+pub async fn create(State(state): State<AppState>, req: Request) -> Result<Response, ApiError> {
+    let jobs = jobs_of(&state)?;
+    let raw = read_json_limited(
+        req,
+        &schemas::DEIDENTIFY_JOB,
+        state.settings.max_stream_body_bytes,
+        None,
+    )
+    .await?;
+    let (documents, webhook) = check_job(&raw, &jobs, state.settings.max_text_chars)?;
+    let mut options = raw;
+    if let Some(o) = options.as_object_mut() {
+        o.remove("documents");
+        o.remove("webhook");
+    }
+    let parsed: DeidOptions = serde_json::from_value(options.clone()).map_err(|_| {
+        ApiError::validation_one(
+            &[json!("body")],
+            "value_error",
+            "Value error, the request does not match its schema",
+            None,
+        )
+    })?;
+    // Resolve now: conflicts are the caller's 422, not a failed job later.
+    let setup = DeidSetup::new(&state.settings, &state.pipelines, &state.policies, &parsed)?;
+    if !state.registry.installed().contains(&setup.model_name) {
+        return Err(ApiError::ModelNotFound {
+            requested: setup.model_name.clone(),
+            installed: state.registry.installed(),
+        });
+    }
+    // One date offset for the whole job, so a patient's documents stay consistent.
+    if setup.resolved.plan.method == Method::ShiftDates
+        && parsed.date_shift_days.is_none()
+        && let Some(o) = options.as_object_mut()
+    {
+        o.insert(
+            "date_shift_days".into(),
+            json!(setup.resolved.plan.shift_days),
+        );
+    }
+    let record = blocking(move || {
+        jobs.submit(NewJob {
+            options,
+            documents,
+            webhook,
+        })
+    })
+    .await?;
+    let location = record["status_url"].as_str().unwrap_or("/jobs").to_string();
+    Ok((
+        StatusCode::ACCEPTED,
+        [(header::LOCATION, location)],
+        Json(record),
+    )
+        .into_response())
+}
+
+pub async fn get(
+    State(state): State<AppState>,
+    Path(job_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let jobs = jobs_of(&state)?;
+    blocking(move || jobs.get(&job_id))
+        .await?
+        .map(Json)
+        .ok_or(JOB_NOT_FOUND)
+}
+
+pub async fn cancel(
+    State(state): State<AppState>,
+    Path(job_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let jobs = jobs_of(&state)?;
+    blocking(move || jobs.cancel(&job_id))
+        .await?
+        .map(Json)
+        .ok_or(JOB_NOT_FOUND)
+}
+
+/// The finished documents' output as NDJSON, in document order, read page by page.
+pub async fn results(
+    State(state): State<AppState>,
+    Path(job_id): Path<String>,
+) -> Result<Response, ApiError> {
+    let jobs = jobs_of(&state)?;
+    let mut pages = blocking(move || jobs.results(&job_id))
+        .await?
+        .ok_or(JOB_NOT_FOUND)?;
+    let (tx, rx) = mpsc::channel::<Bytes>(4);
+    tokio::spawn(async move {
+        loop {
+            let page = tokio::task::spawn_blocking(move || {
+                let p = pages.next_page();
+                (pages, p)
+            })
+            .await;
+            let Ok((back, page)) = page else { return };
+            pages = back;
+            let lines = match page {
+                Ok(Some(lines)) => lines,
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::error!(error = %e, "reading job results failed");
+                    let record = json!({ "type": "error", "error": {
+                        "code": "internal_error", "message": "Reading the results failed" } });
+                    let _ = tx.send(Bytes::from(format!("{record}\n"))).await;
+                    return;
+                }
+            };
+            let mut buf = Vec::new();
+            for line in lines {
+                if serde_json::to_writer(&mut buf, &line).is_ok() {
+                    buf.push(b'\n');
+                }
+            }
+            if tx.send(Bytes::from(buf)).await.is_err() {
+                return;
+            }
+        }
+    });
+    Ok(super::stream::ndjson(rx))
+}

@@ -1,0 +1,134 @@
+//! Webhook URL and secret at rest: sealed with ChaCha20-Poly1305 under a
+//! 32-byte key that survives restarts, so pending deliveries survive a crash.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
+use serde::{Deserialize, Serialize};
+
+use super::JobError;
+
+const KEY_LEN: usize = 32;
+const NONCE_LEN: usize = 12;
+
+/// Seals and unseals webhook configs. Holds the key; never printed.
+pub(super) struct Sealer {
+    cipher: ChaCha20Poly1305,
+}
+
+/// The sealed plaintext.
+#[derive(Serialize, Deserialize)]
+pub(super) struct SealedWebhook {
+    pub url: String,
+    pub secret: String,
+}
+
+impl Sealer {
+    /// Uses `key` if given, else the key file `<db_path>.key` (created with
+    /// 32 random bytes and mode 0600 on first use).
+    pub(super) fn load(key: Option<&[u8]>, db_path: &Path) -> Result<Self, JobError> {
+        let key = match key {
+            Some(k) => k.to_vec(),
+            None => load_or_create_key_file(&key_path(db_path))?,
+        };
+        if key.len() != KEY_LEN {
+            return Err(JobError::Seal(format!("seal key must be {KEY_LEN} bytes")));
+        }
+        Ok(Self {
+            cipher: ChaCha20Poly1305::new(Key::from_slice(&key)),
+        })
+    }
+
+    /// `nonce || ciphertext`; the job id is bound in as associated data so a
+    /// blob cannot be moved to another job.
+    pub(super) fn seal_webhook(
+        &self,
+        job_id: &str,
+        url: &str,
+        secret: &str,
+    ) -> Result<Vec<u8>, JobError> {
+        let plain = serde_json::to_vec(&SealedWebhook {
+            url: url.to_owned(),
+            secret: secret.to_owned(),
+        })
+        .map_err(|_| JobError::Seal("cannot encode webhook config".into()))?;
+        let mut nonce = [0u8; NONCE_LEN];
+        getrandom::fill(&mut nonce).map_err(|_| JobError::Seal("no randomness".into()))?;
+        let ct = self
+            .cipher
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: &plain,
+                    aad: job_id.as_bytes(),
+                },
+            )
+            .map_err(|_| JobError::Seal("encryption failed".into()))?;
+        let mut out = Vec::with_capacity(NONCE_LEN + ct.len());
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(&ct);
+        Ok(out)
+    }
+
+    pub(super) fn unseal_webhook(
+        &self,
+        job_id: &str,
+        blob: &[u8],
+    ) -> Result<SealedWebhook, JobError> {
+        if blob.len() < NONCE_LEN {
+            return Err(JobError::Seal("sealed webhook config is truncated".into()));
+        }
+        let (nonce, ct) = blob.split_at(NONCE_LEN);
+        let plain = self
+            .cipher
+            .decrypt(
+                Nonce::from_slice(nonce),
+                Payload {
+                    msg: ct,
+                    aad: job_id.as_bytes(),
+                },
+            )
+            .map_err(|_| JobError::Seal("cannot unseal webhook config (wrong key?)".into()))?;
+        serde_json::from_slice(&plain)
+            .map_err(|_| JobError::Seal("sealed webhook config is malformed".into()))
+    }
+}
+
+pub(super) fn key_path(db_path: &Path) -> PathBuf {
+    let mut p = db_path.as_os_str().to_owned();
+    p.push(".key");
+    PathBuf::from(p)
+}
+
+fn load_or_create_key_file(path: &Path) -> Result<Vec<u8>, JobError> {
+    if let Some(parent) = path.parent()
+        && !parent.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    match opts.open(path) {
+        Ok(mut file) => {
+            let mut key = vec![0u8; KEY_LEN];
+            getrandom::fill(&mut key).map_err(|_| JobError::Seal("no randomness".into()))?;
+            file.write_all(&key)?;
+            file.sync_all()?;
+            tracing::info!("created webhook seal key file");
+            Ok(key)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let mut key = Vec::with_capacity(KEY_LEN);
+            std::fs::File::open(path)?.read_to_end(&mut key)?;
+            Ok(key)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
