@@ -129,7 +129,7 @@ async fn stream(
         .expect("stream request");
     assert_eq!(r.status().as_u16(), 200);
     let (mut first, mut records, mut pending) = (None, 0, Vec::new());
-    let mut last = Value::Null;
+    let mut last_line = Vec::new();
     while let Some(chunk) = r.chunk().await.expect("stream body") {
         if limit.is_some_and(|l| started.elapsed() > l) {
             return StreamRun {
@@ -144,12 +144,10 @@ async fn stream(
             let line: Vec<u8> = pending.drain(..=nl).collect();
             first.get_or_insert_with(|| started.elapsed());
             records += 1;
-            if line.starts_with(b"{\"type\":\"final\"") || line.starts_with(b"{\"type\":\"error\"")
-            {
-                last = serde_json::from_slice(&line).unwrap_or(Value::Null);
-            }
+            last_line = line;
         }
     }
+    let last: Value = serde_json::from_slice(&last_line).unwrap_or(Value::Null);
     assert_eq!(last["type"], "final", "stream ended without a final record");
     StreamRun {
         first_record: first.unwrap_or_default(),
@@ -187,13 +185,17 @@ fn main() {
         match what {
             "throughput" => {
                 let started = Instant::now();
-                let r = rt.block_on(
-                    client
+                let status = rt.block_on(async {
+                    let r = client
                         .post(format!("{}/pii/extract", server.base))
                         .json(&json!({ "text": text }))
-                        .send(),
-                );
-                let status = r.expect("extract").status().as_u16();
+                        .send()
+                        .await
+                        .expect("extract");
+                    let status = r.status().as_u16();
+                    let _ = r.bytes().await;
+                    status
+                });
                 assert_eq!(status, 200);
                 let one_shot = started.elapsed().as_secs_f64();
                 let s = rt.block_on(stream(&client, &server.base, body_of(&text), None));

@@ -141,14 +141,18 @@ const JOB_NOT_FOUND: ApiError = ApiError::NotFound {
     message: "No such job (unknown, or expired)",
 };
 
-/// Checks what the schema cannot: document texts, the webhook's URL and secret.
+/// Checks what the schema cannot (document texts, the webhook's URL and secret) and moves the
+/// documents out of the body: a job body may be large, so its texts are never copied.
 fn check_job(
-    raw: &Value,
+    raw: &mut Value,
     jobs: &Jobs,
     max_text_chars: usize,
 ) -> Result<(Vec<NewDocument>, Option<WebhookConfig>), ApiError> {
     let mut violations = Vec::new();
-    let docs = raw["documents"].as_array().cloned().unwrap_or_default();
+    let docs = match raw.get_mut("documents").map(Value::take) {
+        Some(Value::Array(docs)) => docs,
+        _ => Vec::new(),
+    };
     if docs.is_empty() {
         violations.push(Violation::new(
             &[json!("body"), json!("documents")],
@@ -158,11 +162,11 @@ fn check_job(
         ));
     }
     let mut documents = Vec::with_capacity(docs.len());
-    for (i, d) in docs.into_iter().enumerate() {
+    for (i, mut d) in docs.into_iter().enumerate() {
         let loc = [json!("body"), json!("documents"), json!(i), json!("text")];
-        let text = match d.get("text").and_then(Value::as_str) {
-            Some(t) => t.to_string(),
-            None => {
+        let text = match d.get_mut("text").map(Value::take) {
+            Some(Value::String(t)) => t,
+            _ => {
                 violations.push(Violation::new(&loc, "missing", "Field required", None));
                 continue;
             }
@@ -230,8 +234,8 @@ pub async fn create(State(state): State<AppState>, req: Request) -> Result<Respo
         None,
     )
     .await?;
-    let (documents, webhook) = check_job(&raw, &jobs, state.settings.max_text_chars)?;
     let mut options = raw;
+    let (documents, webhook) = check_job(&mut options, &jobs, state.settings.max_text_chars)?;
     if let Some(o) = options.as_object_mut() {
         o.remove("documents");
         o.remove("webhook");

@@ -114,9 +114,9 @@ struct ExtractStreamOptions {
 
 /// One span of the extraction stream. `id` is stable for a label at a position.
 #[derive(Serialize)]
-struct SpanRecord {
+struct SpanRecord<'a> {
     id: String,
-    label: String,
+    label: &'a str,
     canonical_label: &'static str,
     hipaa_class: &'static str,
     confidence: f64,
@@ -126,9 +126,71 @@ struct SpanRecord {
     byte_end: usize,
     source: Source,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pattern: Option<String>,
+    pattern: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    text: Option<String>,
+    text: Option<&'a str>,
+}
+
+/// What the final record needs of a sent span, kept small (labels shared): a long stream keeps
+/// one per span until the end.
+struct Kept {
+    start: usize,
+    end: usize,
+    byte_start: usize,
+    byte_end: usize,
+    label: Arc<str>,
+    score: f32,
+    source: Source,
+    pattern: Option<Arc<str>>,
+    text: Option<Box<str>>,
+}
+
+impl Kept {
+    fn record(&self) -> SpanRecord<'_> {
+        let canon = canonical_label(&self.label);
+        SpanRecord {
+            id: span_id(&self.label, self.start),
+            label: &self.label,
+            canonical_label: canon.name,
+            hipaa_class: canon.hipaa_class,
+            confidence: (f64::from(self.score) * 1e4).round() / 1e4,
+            start: self.start,
+            end: self.end,
+            byte_start: self.byte_start,
+            byte_end: self.byte_end,
+            source: self.source,
+            pattern: self.pattern.as_deref(),
+            text: self.text.as_deref(),
+        }
+    }
+}
+
+/// Sends the final record with its (possibly very long) `spans` array serialized in batches,
+/// never as one JSON tree. False when the client has gone.
+async fn send_final(tx: &mpsc::Sender<Bytes>, spans: &[Kept], rest: &Value) -> bool {
+    if tx.send(Bytes::from_static(b"{\"spans\":[")).await.is_err() {
+        return false;
+    }
+    for (i, batch) in spans.chunks(1024).enumerate() {
+        let mut buf = Vec::with_capacity(batch.len() * 256);
+        for (j, k) in batch.iter().enumerate() {
+            if i + j > 0 {
+                buf.push(b',');
+            }
+            if serde_json::to_writer(&mut buf, &k.record()).is_err() {
+                return false;
+            }
+        }
+        if tx.send(Bytes::from(buf)).await.is_err() {
+            return false;
+        }
+    }
+    // `rest` is an object: its members follow the array.
+    let mut tail = b"],".to_vec();
+    let body = serde_json::to_vec(rest).unwrap_or_else(|_| b"{}".to_vec());
+    tail.extend_from_slice(body.get(1..).unwrap_or(b"}"));
+    tail.push(b'\n');
+    tx.send(Bytes::from(tail)).await.is_ok()
 }
 
 fn span_id(label: &str, start: usize) -> String {
@@ -185,33 +247,39 @@ pub async fn extract_stream(
     let request_id = current_request_id();
     tokio::spawn(async move {
         let _model = model; // held (counted as active) until the stream ends
-        let mut all: Vec<SpanRecord> = Vec::new();
+        let mut all: Vec<Kept> = Vec::new();
+        let mut labels: std::collections::HashMap<String, Arc<str>> = Default::default();
         let mut chars_before = 0;
         let mut first_record_ms = None;
         while let Some(Committed { start, text, spans }) = committed.recv().await {
             let index = CharIndex::new(&text);
             for s in spans {
-                let canon = canonical_label(&s.label);
                 let (a, b) = (s.start - start, s.end - start);
-                let record = SpanRecord {
-                    id: span_id(&s.label, chars_before + index.char_offset(a)),
-                    canonical_label: canon.name,
-                    hipaa_class: canon.hipaa_class,
-                    confidence: (f64::from(s.score) * 1e4).round() / 1e4,
+                let label = match labels.get(&s.label) {
+                    Some(l) => l.clone(),
+                    None => {
+                        let l: Arc<str> = Arc::from(s.label.as_str());
+                        labels.insert(s.label, l.clone());
+                        l
+                    }
+                };
+                let kept = Kept {
                     start: chars_before + index.char_offset(a),
                     end: chars_before + index.char_offset(b),
                     byte_start: s.start,
                     byte_end: s.end,
+                    label,
+                    score: s.score,
                     source: s.source,
-                    pattern: s.pattern.as_deref().map(String::from),
-                    text: include_text.then(|| text[a..b].to_string()),
-                    label: s.label,
+                    pattern: s.pattern,
+                    text: include_text.then(|| text[a..b].into()),
                 };
-                if !send(&tx, &json!({ "type": "emit", "span": &record })).await {
+                let emit = json!({ "type": "emit", "span": kept.record() });
+                if !send(&tx, &emit).await {
                     return;
                 }
                 first_record_ms.get_or_insert(started.elapsed().as_secs_f64() * 1e3);
-                all.push(record);
+                all.push(kept);
             }
             chars_before += text.chars().count();
         }
@@ -222,9 +290,8 @@ pub async fn extract_stream(
                 return;
             }
         };
-        let final_record = json!({
+        let rest = json!({
             "type": "final",
-            "spans": all,
             "stats": {
                 "chars": total_chars,
                 "bytes": total_bytes,
@@ -246,7 +313,7 @@ pub async fn extract_stream(
             "warnings": warnings,
             "timestamp": now_rfc3339(),
         });
-        send(&tx, &final_record).await;
+        send_final(&tx, &all, &rest).await;
     });
     Ok(ndjson(rx))
 }
