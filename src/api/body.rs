@@ -1,7 +1,6 @@
 //! JSON bodies: content type, size limit, syntax, then the schema (every violation at once),
 //! and only then the typed request.
 
-use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::header;
 use serde::de::DeserializeOwned;
@@ -66,9 +65,7 @@ pub async fn read_json_limited(
     if declared.is_some_and(|n| n > limit) {
         return Err(ApiError::PayloadTooLarge { limit });
     }
-    let bytes: Bytes = axum::body::to_bytes(req.into_body(), limit)
-        .await
-        .map_err(|_| ApiError::PayloadTooLarge { limit })?;
+    let bytes = read_body(req.into_body(), declared, limit).await?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::validation_one(
             &[json!("body")],
@@ -97,6 +94,33 @@ pub async fn read_json_limited(
     validate_body(schema, &value).map_err(ApiError::Validation)?;
     check_text_lengths(schema, &value, max_text_chars.unwrap_or(usize::MAX))?;
     Ok(value)
+}
+
+/// The whole body, in one buffer sized from `Content-Length` when it is given, so a large body
+/// is held once rather than in a doubling buffer and its copy.
+async fn read_body(
+    body: axum::body::Body,
+    declared: Option<usize>,
+    limit: usize,
+) -> Result<Vec<u8>, ApiError> {
+    use futures_util::StreamExt;
+    let mut buf = Vec::with_capacity(declared.unwrap_or(0).min(limit));
+    let mut frames = body.into_data_stream();
+    while let Some(frame) = frames.next().await {
+        let chunk = frame.map_err(|_| {
+            ApiError::validation_one(
+                &[json!("body")],
+                "body_incomplete",
+                "The request body could not be read completely",
+                None,
+            )
+        })?;
+        if buf.len() + chunk.len() > limit {
+            return Err(ApiError::PayloadTooLarge { limit });
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(buf)
 }
 
 /// Text fields are non-empty and bounded in characters (the limit is a setting).
