@@ -208,9 +208,17 @@ pub struct EntityShaper {
 }
 
 impl EntityShaper {
-    /// Adds the spans of one input piece (byte offsets relative to the piece) and the
-    /// redactions made for them in `out` (byte offsets into the whole output).
-    pub fn push(&mut self, input: &str, spans: &[Span], out: &str, redactions: &[Redaction]) {
+    /// Adds the spans of one input piece that starts at byte `base` of the input (span offsets
+    /// are into the whole input) and the redactions made for them in `out` (byte offsets into
+    /// the whole output).
+    pub fn push(
+        &mut self,
+        input: &str,
+        base: usize,
+        spans: &[Span],
+        out: &str,
+        redactions: &[Redaction],
+    ) {
         let (ii, oi) = (CharIndex::new(input), CharIndex::new(out));
         for (s, red) in spans.iter().zip(redactions) {
             let canon = canonical_label(&s.label);
@@ -222,8 +230,8 @@ impl EntityShaper {
                 canonical_label: canon.name,
                 hipaa_class: canon.hipaa_class,
                 confidence: (f64::from(s.score) * 1e4).round() / 1e4,
-                start: self.in_chars + ii.char_offset(s.start),
-                end: self.in_chars + ii.char_offset(s.end),
+                start: self.in_chars + ii.char_offset(s.start - base),
+                end: self.in_chars + ii.char_offset(s.end - base),
                 source: s.source,
                 pattern: s.pattern.as_deref().map(String::from),
                 action: red.action,
@@ -270,6 +278,7 @@ pub async fn deidentify(
     let mut shaper = EntityShaper::default();
     shaper.push(
         &spans.original,
+        0,
         &spans.spans,
         &outcome.text,
         &outcome.redactions,

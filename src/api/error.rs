@@ -100,24 +100,14 @@ impl From<StageError> for ApiError {
     }
 }
 
-fn request_id() -> Option<String> {
+/// The current request's id (also for work that outlives the handler, such as stream records).
+pub fn request_id() -> Option<String> {
     REQUEST_ID.try_with(|id| id.clone()).ok()
 }
 
-/// The current request's id, for work that outlives the handler (stream records).
-pub fn current_request_id() -> Option<String> {
-    request_id()
-}
-
-fn envelope(status: StatusCode, code: &str, message: &str, details: Value) -> Response {
-    let body = json!({
-        "error": { "code": code, "message": message, "details": details, "request_id": request_id() }
-    });
-    (status, axum::Json(body)).into_response()
-}
-
 impl ApiError {
-    /// The code and message of the error envelope, for records inside a started stream.
+    /// The envelope's code and message: what error responses and records inside a started
+    /// stream or a job both say.
     pub fn code_and_message(&self) -> (&'static str, &'static str) {
         match self {
             Self::Validation(_) => ("validation_error", "The request is invalid"),
@@ -133,11 +123,13 @@ impl ApiError {
             }
             Self::NotFound { code, message } => (code, message),
             Self::MethodNotAllowed => ("method_not_allowed", "Method not allowed on this route"),
-            Self::NotImplemented { .. } => {
-                ("not_implemented", "This capability is not implemented yet")
-            }
+            Self::NotImplemented { .. } => (
+                "not_implemented",
+                "This capability is not implemented yet; the request was valid",
+            ),
             Self::Busy { code, message, .. } => (code, message),
             Self::Internal(detail) => {
+                // The detail stays in the log (it never holds caller text); the body says nothing.
                 tracing::error!(error = %detail, "internal error");
                 ("internal_error", "Internal server error")
             }
@@ -147,73 +139,55 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        match self {
-            Self::Validation(detail) => (
-                StatusCode::UNPROCESSABLE_ENTITY,
-                axum::Json(json!({ "detail": detail })),
-            )
-                .into_response(),
-            Self::UnsupportedMediaType => envelope(
+        let (status, details) = match &self {
+            Self::Validation(detail) => {
+                return (
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    axum::Json(json!({ "detail": detail })),
+                )
+                    .into_response();
+            }
+            Self::UnsupportedMediaType => (
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
-                "Request body must be application/json",
                 json!({ "expected": "application/json" }),
             ),
-            Self::PayloadTooLarge { limit } => envelope(
+            Self::PayloadTooLarge { limit } => (
                 StatusCode::PAYLOAD_TOO_LARGE,
-                "payload_too_large",
-                "Request body exceeds the maximum size",
                 json!({ "max_body_bytes": limit }),
             ),
             Self::ModelNotFound {
                 requested,
                 installed,
-            } => envelope(
+            } => (
                 StatusCode::NOT_FOUND,
-                "model_not_found",
-                "The requested model is not installed",
                 json!({ "model_name": requested, "installed": installed }),
             ),
-            Self::NotFound { code, message } => {
-                envelope(StatusCode::NOT_FOUND, code, message, Value::Null)
-            }
-            Self::MethodNotAllowed => envelope(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "method_not_allowed",
-                "Method not allowed on this route",
-                Value::Null,
-            ),
-            Self::NotImplemented { route, issue } => envelope(
+            Self::NotFound { .. } => (StatusCode::NOT_FOUND, Value::Null),
+            Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, Value::Null),
+            Self::NotImplemented { route, issue } => (
                 StatusCode::NOT_IMPLEMENTED,
-                "not_implemented",
-                "This capability is not implemented yet; the request was valid",
                 json!({ "route": route, "tracking_issue": issue }),
             ),
             Self::Busy {
-                code,
-                message,
-                retry_after_secs,
-            } => {
-                let mut r = envelope(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    code,
-                    message,
-                    json!({ "retry_after_seconds": retry_after_secs }),
-                );
-                r.headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
-                r
-            }
-            Self::Internal(detail) => {
-                // The detail stays in the log (it never holds caller text); the body says nothing.
-                tracing::error!(error = %detail, "internal error");
-                envelope(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal_error",
-                    "Internal server error",
-                    Value::Null,
-                )
-            }
+                retry_after_secs, ..
+            } => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({ "retry_after_seconds": retry_after_secs }),
+            ),
+            Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, Value::Null),
+        };
+        let (code, message) = self.code_and_message();
+        let body = json!({
+            "error": { "code": code, "message": message, "details": details, "request_id": request_id() }
+        });
+        let mut r = (status, axum::Json(body)).into_response();
+        if let Self::Busy {
+            retry_after_secs, ..
+        } = self
+        {
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
         }
+        r
     }
 }

@@ -86,6 +86,7 @@ impl JobProcessor {
         let mut shaper = EntityShaper::default();
         shaper.push(
             &done.spans.original,
+            0,
             &done.spans.spans,
             &done.outcome.text,
             &done.outcome.redactions,
@@ -250,10 +251,11 @@ pub async fn create(State(state): State<AppState>, req: Request) -> Result<Respo
     })?;
     // Resolve now: conflicts are the caller's 422, not a failed job later.
     let setup = DeidSetup::new(&state.settings, &state.pipelines, &state.policies, &parsed)?;
-    if !state.registry.installed().contains(&setup.model_name) {
+    let installed = state.registry.installed();
+    if !installed.contains(&setup.model_name) {
         return Err(ApiError::ModelNotFound {
             requested: setup.model_name.clone(),
-            installed: state.registry.installed(),
+            installed,
         });
     }
     // One date offset for the whole job, so a patient's documents stay consistent.

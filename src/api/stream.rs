@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use super::body::read_json_limited;
 use super::deidentify::{DeidOptions, DeidSetup, EntityShaper};
 use super::detect::{keep_alive_of, language_warning, now_rfc3339};
-use super::error::{ApiError, current_request_id};
+use super::error::{ApiError, request_id};
 use super::schemas;
 use super::state::AppState;
 use crate::deid::canonical_label;
@@ -83,19 +83,20 @@ fn error_record(e: StageError, request_id: Option<&str>) -> Value {
     })
 }
 
-/// Waits for the engine and returns its stats, or the error record to end the stream with.
-async fn engine_result(
+/// Waits for the engine: its stats as the `stats` object of the final record, or `None` after
+/// ending the stream with an error record.
+async fn engine_stats(
     task: tokio::task::JoinHandle<Result<RunStats, StageError>>,
+    tx: &mpsc::Sender<Bytes>,
     request_id: Option<&str>,
-) -> Result<RunStats, Value> {
-    match task.await {
-        Ok(Ok(stats)) => Ok(stats),
-        Ok(Err(e)) => Err(error_record(e, request_id)),
-        Err(e) => Err(error_record(
-            StageError::Internal(format!("engine task failed: {e}")),
-            request_id,
-        )),
-    }
+) -> Option<Value> {
+    let failure = match task.await {
+        Ok(Ok(stats)) => return Some(json!(stats)),
+        Ok(Err(e)) => e,
+        Err(e) => StageError::Internal(format!("engine task failed: {e}")),
+    };
+    send(tx, &error_record(failure, request_id)).await;
+    None
 }
 
 #[derive(Deserialize)]
@@ -244,7 +245,7 @@ pub async fn extract_stream(
     let (mut committed, engine) =
         streaming::spawn(pipeline, model.arc(), opts, Arc::from(text), params);
     let (tx, rx) = mpsc::channel(16);
-    let request_id = current_request_id();
+    let request_id = request_id();
     tokio::spawn(async move {
         let _model = model; // held (counted as active) until the stream ends
         let mut all: Vec<Kept> = Vec::new();
@@ -283,32 +284,25 @@ pub async fn extract_stream(
             }
             chars_before += text.chars().count();
         }
-        let stats = match engine_result(engine, request_id.as_deref()).await {
-            Ok(stats) => stats,
-            Err(record) => {
-                send(&tx, &record).await;
-                return;
-            }
+        let Some(mut stats) = engine_stats(engine, &tx, request_id.as_deref()).await else {
+            return;
         };
+        for (k, v) in [
+            ("chars", json!(total_chars)),
+            ("bytes", json!(total_bytes)),
+            ("spans", json!(all.len())),
+            ("chunk_size", json!(params.chunk_chars)),
+            ("window_chars", json!(params.window_chars)),
+            ("tokenizer_context_chars", json!(params.context_chars)),
+            ("max_entity_chars", json!(params.max_entity_chars)),
+            ("first_record_ms", json!(first_record_ms)),
+            ("processing_time", json!(started.elapsed().as_secs_f64())),
+        ] {
+            stats[k] = v;
+        }
         let rest = json!({
             "type": "final",
-            "stats": {
-                "chars": total_chars,
-                "bytes": total_bytes,
-                "spans": all.len(),
-                "tokens": stats.tokens,
-                "windows": stats.windows,
-                "sentences": stats.sentences,
-                "sweep_added": stats.sweep_added,
-                "pattern_merged": stats.pattern_merged,
-                "propagated": stats.propagated,
-                "chunk_size": params.chunk_chars,
-                "window_chars": params.window_chars,
-                "tokenizer_context_chars": params.context_chars,
-                "max_entity_chars": params.max_entity_chars,
-                "first_record_ms": first_record_ms,
-                "processing_time": started.elapsed().as_secs_f64(),
-            },
+            "stats": stats,
             "model_name": model_name,
             "warnings": warnings,
             "timestamp": now_rfc3339(),
@@ -378,7 +372,7 @@ pub async fn deidentify_stream(
     );
     let metadata = setup.metadata();
     let (tx, rx) = mpsc::channel(16);
-    let request_id = current_request_id();
+    let request_id = request_id();
     tokio::spawn(async move {
         let _model = model;
         let plan = &setup.resolved.plan;
@@ -389,16 +383,7 @@ pub async fn deidentify_stream(
             let targets = streaming::targets(&c.spans, c.start);
             let mut reds = Vec::with_capacity(targets.len());
             let out = rewriter.push(&c.text, &targets, &mut reds);
-            let local: Vec<_> = c
-                .spans
-                .iter()
-                .map(|s| crate::stages::Span {
-                    start: s.start - c.start,
-                    end: s.end - c.start,
-                    ..s.clone()
-                })
-                .collect();
-            shaper.push(&c.text, &local, &out, &reds);
+            shaper.push(&c.text, c.start, &c.spans, &out, &reds);
             for piece in safe_pieces(&out, out_bytes, &reds, chunk_chars) {
                 let record = json!({ "type": "chunk", "index": index, "text": piece });
                 if !send(&tx, &record).await {
@@ -408,13 +393,11 @@ pub async fn deidentify_stream(
             }
             out_bytes += out.len();
         }
-        let stats = match engine_result(engine, request_id.as_deref()).await {
-            Ok(stats) => stats,
-            Err(record) => {
-                send(&tx, &record).await;
-                return;
-            }
+        let Some(mut stats) = engine_stats(engine, &tx, request_id.as_deref()).await else {
+            return;
         };
+        stats["chunk_size"] = json!(chunk_chars);
+        stats["processing_time"] = json!(started.elapsed().as_secs_f64());
         let r = &setup.resolved;
         let mut final_record = json!({
             "type": "final",
@@ -427,16 +410,7 @@ pub async fn deidentify_stream(
             "model_name": setup.model_name,
             "warnings": warnings,
             "metadata": metadata,
-            "stats": {
-                "tokens": stats.tokens,
-                "windows": stats.windows,
-                "sentences": stats.sentences,
-                "sweep_added": stats.sweep_added,
-                "pattern_merged": stats.pattern_merged,
-                "propagated": stats.propagated,
-                "chunk_size": chunk_chars,
-                "processing_time": started.elapsed().as_secs_f64(),
-            },
+            "stats": stats,
             "timestamp": now_rfc3339(),
         });
         if let Some(m) = rewriter.finish()

@@ -261,14 +261,6 @@ impl Terms {
             }
         });
     }
-
-    pub fn len(&self) -> usize {
-        self.by_term.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.by_term.is_empty()
-    }
 }
 
 fn each_term<'a>(text: &'a str, v: &'a [Span], mut f: impl FnMut(&'a str, &'a str, f32)) {

@@ -57,12 +57,11 @@ const IN_FLIGHT: usize = 4;
 
 type ModelTask = JoinHandle<Result<Spans, StageError>>;
 
-/// A segment being scored: where its own text starts (globally and in the scored text).
+/// A segment being scored: where its own text starts globally, and where it lies in the
+/// scored text (which comes back as the spans' `original`).
 struct Scoring {
     start: usize,
-    own: String,
-    /// Bytes of left context before `own` in the scored text.
-    ctx: usize,
+    own: Range<usize>,
     task: ModelTask,
 }
 
@@ -173,15 +172,13 @@ impl Engine {
                 return Ok(false);
             }
         }
-        let own = seg.own_text().to_string();
-        let ctx = seg.own.start;
+        let own = seg.own.clone();
         let text: Arc<str> = Arc::from(seg.text);
         let (p, m, o) = (self.pipeline.clone(), self.model.clone(), self.opts.clone());
         let task = tokio::spawn(async move { p.run_model(m, text, o).await });
         self.in_flight.push_back(Scoring {
             start: seg.start,
             own,
-            ctx,
             task,
         });
         Ok(true)
@@ -189,13 +186,7 @@ impl Engine {
 
     /// Waits for the oldest segment, finishes the region and sends what it commits.
     async fn complete_one(&mut self, last: bool) -> Result<bool, StageError> {
-        let Some(Scoring {
-            start,
-            own,
-            ctx,
-            task,
-        }) = self.in_flight.pop_front()
-        else {
+        let Some(Scoring { start, own, task }) = self.in_flight.pop_front() else {
             return Ok(true);
         };
         let scored = task
@@ -204,16 +195,21 @@ impl Engine {
         self.stats.tokens += scored.stats.tokens;
         self.stats.windows += scored.stats.windows;
         self.stats.sentences += scored.stats.sentences;
-        let (model_spans, sentences) = own_spans(start, ctx..ctx + own.len(), scored);
+        let scored_text = scored.original.clone();
+        let (model_spans, sentences) = own_spans(start, own.clone(), scored);
         let mut finisher = self
             .finisher
             .take()
             .ok_or_else(|| StageError::Internal("finisher lost".into()))?;
         let (p, m, o) = (self.pipeline.clone(), self.model.clone(), self.opts.clone());
         let (finisher, committed) = tokio::task::spawn_blocking(move || {
-            let c = finisher.push(&own, model_spans, sentences, last, |spans, known| {
-                p.run_post(spans, &m, &o, known)
-            });
+            let c = finisher.push(
+                &scored_text[own],
+                model_spans,
+                sentences,
+                last,
+                |spans, known| p.run_post(spans, &m, &o, known),
+            );
             (finisher, c)
         })
         .await
