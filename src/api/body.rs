@@ -74,8 +74,98 @@ pub async fn read_json_limited(
             None,
         ));
     }
-    let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
-        let what = match e.classify() {
+    let value = parse_body(&bytes)?;
+    drop(bytes);
+    validate_body(schema, &value).map_err(ApiError::Validation)?;
+    check_text_lengths(schema, &value, max_text_chars.unwrap_or(usize::MAX))?;
+    Ok(value)
+}
+
+/// Strings longer than this are unescaped straight into their own buffer.
+const LARGE_STRING: usize = 64 * 1024;
+
+/// Parses a JSON body. An object's members are parsed one by one from borrowed raw values, and
+/// a large string member is unescaped straight into a `String` of its final size: a note of N
+/// bytes then costs the body plus N, not the parser's doubling scratch buffer and a copy of it.
+fn parse_body(bytes: &[u8]) -> Result<Value, ApiError> {
+    use serde_json::value::RawValue;
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first != Some(&b'{') {
+        return serde_json::from_slice(bytes).map_err(|e| json_error(&e));
+    }
+    let members: std::collections::BTreeMap<String, &RawValue> =
+        serde_json::from_slice(bytes).map_err(|e| json_error(&e))?;
+    let mut object = serde_json::Map::new();
+    for (name, raw) in members {
+        let raw = raw.get();
+        let value = if raw.len() > LARGE_STRING && raw.starts_with('"') {
+            Value::String(unescape(raw).ok_or_else(|| {
+                ApiError::validation_one(
+                    &[json!("body"), json!(name)],
+                    "json_invalid",
+                    "JSON decode error: invalid escape in string",
+                    None,
+                )
+            })?)
+        } else {
+            serde_json::from_str(raw).map_err(|e| json_error(&e))?
+        };
+        object.insert(name, value);
+    }
+    Ok(Value::Object(object))
+}
+
+/// Unescapes a JSON string literal (quotes included) that the parser has already checked for
+/// syntax; `None` for what serde_json would also refuse (a lone surrogate).
+fn unescape(literal: &str) -> Option<String> {
+    let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
+    let mut out = String::with_capacity(inner.len());
+    let mut rest = inner;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        let esc = rest.as_bytes().get(at + 1)?;
+        rest = &rest[at + 2..];
+        let c = match esc {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let hi = hex4(rest)?;
+                rest = &rest[4..];
+                if (0xD800..0xDC00).contains(&hi) {
+                    let lo = rest.strip_prefix("\\u").and_then(hex4)?;
+                    if !(0xDC00..0xE000).contains(&lo) {
+                        return None;
+                    }
+                    rest = &rest[6..];
+                    char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))?
+                } else {
+                    char::from_u32(hi)?
+                }
+            }
+            _ => return None,
+        };
+        out.push(c);
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+fn hex4(s: &str) -> Option<u32> {
+    let digits = s.get(..4)?;
+    if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u32::from_str_radix(digits, 16).ok()
+}
+
+fn json_error(e: &serde_json::Error) -> ApiError {
+    let what = match e.classify() {
             serde_json::error::Category::Eof => "unexpected end of input",
             serde_json::error::Category::Data => "invalid data",
             _ => "syntax error",
@@ -90,10 +180,6 @@ pub async fn read_json_limited(
             ),
             Some(json!({ "line": e.line(), "column": e.column() })),
         )
-    })?;
-    validate_body(schema, &value).map_err(ApiError::Validation)?;
-    check_text_lengths(schema, &value, max_text_chars.unwrap_or(usize::MAX))?;
-    Ok(value)
 }
 
 /// The whole body, in one buffer sized from `Content-Length` when it is given, so a large body
@@ -170,5 +256,42 @@ impl<T: Validated> FromRequest<AppState> for Valid<T> {
             )
         })?;
         Ok(Self { body, raw })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unescape_agrees_with_serde_json() {
+        for text in [
+            "plain",
+            "",
+            "tab\there \"quoted\" back\\slash / \u{8}\u{c}\r\n",
+            "é ü 中文 😀 \u{1}\u{1f}",
+            "\u{7f}\u{2028}",
+        ] {
+            let literal = serde_json::to_string(text).unwrap();
+            assert_eq!(unescape(&literal).as_deref(), Some(text));
+        }
+        let escaped = r#""\u00e9\ud83d\ude00\/\u0041""#;
+        let expected: String = serde_json::from_str(escaped).unwrap();
+        assert_eq!(unescape(escaped), Some(expected));
+        for bad in [r#""\ud83d""#, r#""\ud83dx""#, r#""\ude00""#, r#""\u12""#, r#""\q""#] {
+            assert_eq!(unescape(bad), None, "{bad}");
+            assert!(serde_json::from_str::<String>(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn large_members_parse_like_serde_json() {
+        let note = "Patient \"Jane\" Doe\nMRN 123 é 😀 ".repeat(LARGE_STRING / 10);
+        let body = serde_json::to_vec(&json!({"text": note, "chunk_size": 7, "x": [1, {"a": null}]}))
+            .unwrap();
+        let parsed = parse_body(&body).unwrap_or_else(|_| panic!("parse"));
+        assert_eq!(parsed, serde_json::from_slice::<Value>(&body).unwrap());
+        assert!(parse_body(b"[1,2]").is_ok());
+        assert!(parse_body(b"{\"text\": }").is_err());
     }
 }
