@@ -27,6 +27,9 @@ pub struct Settings {
     /// Data directory (job store, loads).
     #[arg(long, env = "SERVICE_DATA_DIR", default_value = "data")]
     pub data_dir: PathBuf,
+    /// Where the /docs and /redoc pages' scripts are (fetched by scripts/fetch-assets).
+    #[arg(long, env = "SERVICE_DOCS_ASSETS_DIR", default_value = ".assets/docs")]
+    pub docs_assets_dir: PathBuf,
     /// Path to `libonnxruntime.so`; default: the one fetched into `.assets/` by scripts/fetch-assets.
     #[arg(long, env = "SERVICE_ORT_LIBRARY")]
     pub ort_library: Option<PathBuf>,
@@ -117,6 +120,110 @@ pub struct Settings {
     /// Log as JSON lines.
     #[arg(long, env = "SERVICE_LOG_JSON", default_value_t = false)]
     pub log_json: bool,
+    /// Longest a request may take before it is answered 504 `timeout` (seconds; 0: no limit).
+    /// For the streaming routes it bounds the time to the first byte, not the whole stream.
+    #[arg(long, env = "SERVICE_REQUEST_TIMEOUT_SECONDS", default_value_t = 300.0)]
+    pub request_timeout_seconds: f64,
+    #[command(flatten)]
+    pub auth: AuthSettings,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+/// Authentication (the interface's section 5). Values are parsed and checked by `auth` at
+/// start-up; a bad one stops the service with the setting's name, never its value.
+#[derive(Args, Clone, Default)]
+pub struct AuthSettings {
+    /// `true` turns authentication on (default off: loopback or private subnets only).
+    #[arg(long = "auth-enabled", env = "SERVICE_AUTH_ENABLED")]
+    pub enabled: Option<String>,
+    /// JSON array of `{id, principal, key_hash: "sha256:<hex>", scopes}`; digests only.
+    #[arg(long = "auth-api-keys", env = "SERVICE_AUTH_API_KEYS", hide_env_values = true)]
+    pub api_keys: Option<String>,
+    /// Path to a JWKS file (HS256 `oct` and RS256 `RSA` keys).
+    #[arg(long = "auth-jwks-file", env = "SERVICE_AUTH_JWKS_FILE")]
+    pub jwks_file: Option<String>,
+    /// Inline JWKS JSON (`{"keys":[…]}`), merged after the file's keys.
+    #[arg(long = "auth-jwks", env = "SERVICE_AUTH_JWKS", hide_env_values = true)]
+    pub jwks: Option<String>,
+    /// Expected JWT issuer (`iss`).
+    #[arg(long = "auth-jwt-issuer", env = "SERVICE_AUTH_JWT_ISSUER")]
+    pub jwt_issuer: Option<String>,
+    /// Expected JWT audience; a comma-separated list, of which the token must name one.
+    #[arg(long = "auth-jwt-audience", env = "SERVICE_AUTH_JWT_AUDIENCE")]
+    pub jwt_audience: Option<String>,
+    /// Clock leeway for `exp`, `nbf` and `iat` (seconds, default 0).
+    #[arg(long = "auth-jwt-leeway-seconds", env = "SERVICE_AUTH_JWT_LEEWAY_SECONDS")]
+    pub jwt_leeway_seconds: Option<String>,
+    /// JSON object `{"<METHOD> <path>": [scopes]}` extending or overriding the built-in map.
+    #[arg(long = "auth-route-scopes", env = "SERVICE_AUTH_ROUTE_SCOPES")]
+    pub route_scopes: Option<String>,
+    /// Routes missing from the scope map still need a valid credential (default true).
+    #[arg(long = "auth-deny-by-default", env = "SERVICE_AUTH_DENY_BY_DEFAULT")]
+    pub deny_by_default: Option<String>,
+    /// Failed-attempt limiter: tokens per second (default 5; 0 turns it off).
+    #[arg(long = "auth-failure-rps", env = "SERVICE_AUTH_FAILURE_RATE_LIMIT_RPS")]
+    pub failure_rps: Option<String>,
+    /// Failed-attempt limiter: burst (default 10; 0 turns it off).
+    #[arg(long = "auth-failure-burst", env = "SERVICE_AUTH_FAILURE_RATE_LIMIT_BURST")]
+    pub failure_burst: Option<String>,
+    /// Failed-attempt limiter key: `peer` (default), `global`, or `xff` (X-Forwarded-For).
+    #[arg(long = "auth-failure-key", env = "SERVICE_AUTH_FAILURE_RATE_LIMIT_KEY")]
+    pub failure_key: Option<String>,
+}
+
+impl AuthSettings {
+    /// The value of one `SERVICE_AUTH_*` setting, by its environment name.
+    pub fn lookup(&self, name: &str) -> Option<String> {
+        let v = match name {
+            "SERVICE_AUTH_ENABLED" => &self.enabled,
+            "SERVICE_AUTH_API_KEYS" => &self.api_keys,
+            "SERVICE_AUTH_JWKS_FILE" => &self.jwks_file,
+            "SERVICE_AUTH_JWKS" => &self.jwks,
+            "SERVICE_AUTH_JWT_ISSUER" => &self.jwt_issuer,
+            "SERVICE_AUTH_JWT_AUDIENCE" => &self.jwt_audience,
+            "SERVICE_AUTH_JWT_LEEWAY_SECONDS" => &self.jwt_leeway_seconds,
+            "SERVICE_AUTH_ROUTE_SCOPES" => &self.route_scopes,
+            "SERVICE_AUTH_DENY_BY_DEFAULT" => &self.deny_by_default,
+            "SERVICE_AUTH_FAILURE_RATE_LIMIT_RPS" => &self.failure_rps,
+            "SERVICE_AUTH_FAILURE_RATE_LIMIT_BURST" => &self.failure_burst,
+            "SERVICE_AUTH_FAILURE_RATE_LIMIT_KEY" => &self.failure_key,
+            _ => return None,
+        };
+        v.clone()
+    }
+}
+
+/// Key material and hashes stay out of debug output.
+impl std::fmt::Debug for AuthSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthSettings")
+            .field("enabled", &self.enabled)
+            .finish_non_exhaustive()
+    }
+}
+
+/// HTTPS and mutual TLS. With a certificate and key the service serves HTTPS only.
+#[derive(Args, Clone, Debug, Default)]
+pub struct TlsArgs {
+    /// PEM certificate chain for HTTPS.
+    #[arg(long = "tls-cert", env = "SERVICE_TLS_CERT", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// PEM private key for HTTPS.
+    #[arg(long = "tls-key", env = "SERVICE_TLS_KEY", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// PEM bundle of the CAs whose client certificates are accepted (turns on mutual TLS).
+    #[arg(long = "mtls-ca-bundle", env = "SERVICE_MTLS_CA_BUNDLE", requires = "cert")]
+    pub mtls_ca_bundle: Option<PathBuf>,
+    /// JSON list `[{"identities": [...], "principal": "...", "scopes": [...]}]` mapping a
+    /// certificate's subject, common name or SAN to a principal; unmapped certificates
+    /// authenticate as `mtls:<sha256 fingerprint>` with no scopes.
+    #[arg(long = "mtls-principals", env = "SERVICE_MTLS_PRINCIPALS")]
+    pub mtls_principals: Option<String>,
+    /// Refuse TLS clients without a certificate at the handshake (default: they may connect
+    /// and use a key or token instead).
+    #[arg(long = "mtls-required", env = "SERVICE_MTLS_REQUIRED", default_value_t = false)]
+    pub mtls_required: bool,
 }
 
 impl Settings {

@@ -3,12 +3,15 @@
 //! thin shell over them.
 
 pub mod api;
+pub mod auth;
 pub mod config;
 pub mod datafiles;
 pub mod deid;
 pub mod eval;
 pub mod inference;
 pub mod jobs;
+pub mod metrics;
 pub mod pipeline;
 pub mod stages;
+pub mod tls;
 pub mod streaming;

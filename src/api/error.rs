@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::validate::Violation;
+use crate::auth::AuthFailure;
 use crate::inference::InferenceError;
 use crate::stages::StageError;
 
@@ -40,6 +41,12 @@ pub enum ApiError {
         code: &'static str,
         message: &'static str,
         retry_after_secs: u64,
+    },
+    /// Authentication or authorization failed (401, 403) or the failure limiter tripped (429).
+    Auth(crate::auth::AuthFailure),
+    /// The request ran past the per-request timeout.
+    Timeout {
+        seconds: f64,
     },
     Internal(String),
 }
@@ -128,6 +135,8 @@ impl ApiError {
                 "This capability is not implemented yet; the request was valid",
             ),
             Self::Busy { code, message, .. } => (code, message),
+            Self::Auth(failure) => (failure.code(), failure.message()),
+            Self::Timeout { .. } => ("timeout", "The request took longer than the service allows"),
             Self::Internal(detail) => {
                 // The detail stays in the log (it never holds caller text); the body says nothing.
                 tracing::error!(error = %detail, "internal error");
@@ -137,15 +146,12 @@ impl ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let (status, details) = match &self {
+impl ApiError {
+    /// The status and the envelope body.
+    pub fn envelope(&self) -> (StatusCode, Value) {
+        let (status, details) = match self {
             Self::Validation(detail) => {
-                return (
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    axum::Json(json!({ "detail": detail })),
-                )
-                    .into_response();
+                return (StatusCode::UNPROCESSABLE_ENTITY, json!({ "detail": detail }));
             }
             Self::UnsupportedMediaType => (
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -174,19 +180,57 @@ impl IntoResponse for ApiError {
                 StatusCode::SERVICE_UNAVAILABLE,
                 json!({ "retry_after_seconds": retry_after_secs }),
             ),
+            Self::Auth(failure) => match failure {
+                AuthFailure::Missing | AuthFailure::Invalid => {
+                    (StatusCode::UNAUTHORIZED, Value::Null)
+                }
+                AuthFailure::Forbidden { required } => (
+                    StatusCode::FORBIDDEN,
+                    json!({ "required_scopes": required }),
+                ),
+                AuthFailure::RateLimited { retry_after_secs } => (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    json!({ "retry_after_seconds": retry_after_secs }),
+                ),
+            },
+            Self::Timeout { seconds } => (
+                StatusCode::GATEWAY_TIMEOUT,
+                json!({ "timeout_seconds": seconds }),
+            ),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, Value::Null),
         };
         let (code, message) = self.code_and_message();
         let body = json!({
             "error": { "code": code, "message": message, "details": details, "request_id": request_id() }
         });
+        (status, body)
+    }
+
+    /// `Retry-After` seconds, where the error has one.
+    fn retry_after(&self) -> Option<u64> {
+        match self {
+            Self::Busy {
+                retry_after_secs, ..
+            }
+            | Self::Auth(AuthFailure::RateLimited { retry_after_secs }) => Some(*retry_after_secs),
+            _ => None,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, body) = self.envelope();
         let mut r = (status, axum::Json(body)).into_response();
-        if let Self::Busy {
-            retry_after_secs, ..
-        } = self
-        {
+        if let Some(secs) = self.retry_after() {
             r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if let Self::Auth(failure) = &self
+            && let Some(challenge) = failure.www_authenticate()
+            && let Ok(v) = HeaderValue::from_str(&challenge)
+        {
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
         }
         r
     }

@@ -2,11 +2,16 @@
 //! validate, pick the pipeline, run it, shape the response.
 
 mod body;
+pub mod catalog;
 mod deidentify;
 mod detect;
+mod docs;
 mod error;
 mod jobs;
+mod middleware;
 mod ops;
+pub mod openapi;
+mod openapi_components;
 mod pending;
 mod schemas;
 mod state;
@@ -16,11 +21,7 @@ pub mod validate;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::Request;
-use axum::http::{HeaderValue, header::HeaderName};
-use axum::middleware::{self, Next};
-use axum::response::Response;
-use axum::routing::{get, post};
+
 
 pub use error::ApiError;
 pub use state::{AppState, Readiness};
@@ -35,41 +36,13 @@ use crate::pipeline::Pipelines;
 /// The pipelines the routes need.
 pub const REQUIRED_PIPELINES: &[&str] = &["analyze", "pii_extract", "pii_deidentify"];
 
-static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
-
-/// Every route of the interface.
+/// Every route of the interface, from the catalog.
 pub fn router(state: AppState) -> Router {
-    Router::new()
-        .route("/analyze", post(detect::analyze))
-        .route("/pii/extract", post(detect::pii_extract))
-        .route("/pii/extract/stream", post(stream::extract_stream))
-        .route("/pii/deidentify", post(deidentify::deidentify))
-        .route("/pii/deidentify/stream", post(stream::deidentify_stream))
-        .route("/jobs", post(jobs::create))
-        .route("/jobs/{job_id}", get(jobs::get).delete(jobs::cancel))
-        .route("/jobs/{job_id}/results", get(jobs::results))
-        .route("/privacy-gateway/complete", post(pending::privacy_gateway))
-        .route("/omop/load", post(pending::omop_load))
-        .route("/cohort/resolve", post(pending::cohort_resolve))
-        .route(
-            "/fhir/smart-backend/ingestions",
-            post(pending::smart_ingestion),
-        )
-        .route(
-            "/fhir/smart-backend/ingestions/{job_id}",
-            get(pending::ingestion_get),
-        )
-        .route(
-            "/fhir/smart-backend/ingestions/{job_id}/summary",
-            get(pending::ingestion_summary),
-        )
-        .route("/models/loaded", get(ops::models_loaded))
-        .route("/models/unload", post(ops::models_unload))
-        .route("/v1/decisions", post(pending::decisions))
-        .route("/v1/decisions/batch", post(pending::decisions_batch))
-        .route("/health", get(ops::health))
-        .route("/livez", get(ops::livez))
-        .route("/readyz", get(ops::readyz))
+    let mut router = Router::new();
+    for r in catalog::routes() {
+        router = router.route(r.path, (r.handler)());
+    }
+    router
         .fallback(|| async {
             ApiError::NotFound {
                 code: "route_not_found",
@@ -77,24 +50,11 @@ pub fn router(state: AppState) -> Router {
             }
         })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        .layer(middleware::from_fn(request_id))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::timeout))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::authenticate))
+        .layer(axum::middleware::from_fn(middleware::observe))
+        .layer(axum::middleware::from_fn(middleware::request_id))
         .with_state(state)
-}
-
-/// Echoes a well-formed inbound `X-Request-ID` or generates one, and makes it visible to errors.
-async fn request_id(req: Request, next: Next) -> Response {
-    let id = req
-        .headers()
-        .get(&X_REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
-        .map(String::from)
-        .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
-    let mut response = error::REQUEST_ID.scope(id.clone(), next.run(req)).await;
-    if let Ok(v) = HeaderValue::from_str(&id) {
-        response.headers_mut().insert(X_REQUEST_ID.clone(), v);
-    }
-    response
 }
 
 /// Why the service could not start.
@@ -110,6 +70,10 @@ pub enum StartError {
     Policy(#[from] crate::deid::policy::PolicyError),
     #[error("job store: {0}")]
     Jobs(#[from] crate::jobs::JobError),
+    #[error("authentication settings: {0}")]
+    Auth(#[from] crate::auth::AuthConfigError),
+    #[error("TLS settings: {0}")]
+    Tls(#[from] crate::tls::TlsConfigError),
 }
 
 /// Builds the state from settings: runtime, pipelines (checked), registry and its reaper, and
@@ -170,6 +134,28 @@ fn open_jobs(
     Ok(crate::jobs::Jobs::open(job_settings, Arc::new(processor))?)
 }
 
+/// The HTTPS server configuration, when a certificate is configured.
+fn tls_server(settings: &Settings) -> Result<Option<Arc<crate::tls::TlsServer>>, StartError> {
+    let t = &settings.tls;
+    let (Some(cert), Some(key)) = (&t.cert, &t.key) else {
+        if t.mtls_ca_bundle.is_some() || t.mtls_principals.is_some() || t.mtls_required {
+            return Err(StartError::Settings(
+                "mutual TLS needs SERVICE_TLS_CERT and SERVICE_TLS_KEY".into(),
+            ));
+        }
+        return Ok(None);
+    };
+    let server = crate::tls::TlsSettings {
+        cert_path: cert.clone(),
+        key_path: key.clone(),
+        client_ca_path: t.mtls_ca_bundle.clone(),
+        principals_json: t.mtls_principals.clone(),
+        client_cert_required: t.mtls_required,
+    }
+    .build()?;
+    Ok(Some(Arc::new(server)))
+}
+
 fn build(settings: Settings, with_jobs: bool) -> Result<AppState, StartError> {
     let default_keep_alive = KeepAlive::parse(&settings.keep_alive)
         .map_err(|why| StartError::Settings(format!("SERVICE_KEEP_ALIVE: {why}")))?;
@@ -203,7 +189,13 @@ fn build(settings: Settings, with_jobs: bool) -> Result<AppState, StartError> {
     } else {
         None
     };
+    let auth = Arc::new(crate::auth::Authenticator::new(
+        crate::auth::AuthConfig::from_lookup(|name| settings.auth.lookup(name))?,
+    )?);
+    let tls = tls_server(&settings)?;
     let state = AppState {
+        auth,
+        tls,
         settings,
         registry,
         pipelines,
@@ -255,9 +247,19 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let jobs = state.jobs.clone();
-    let served = axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let tls = state.tls.clone();
+    let app = router(state);
+    let served = match tls {
+        Some(tls) => crate::tls::serve(listener, app, tls, shutdown).await,
+        None => {
+            axum::serve(
+                listener,
+                app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+            )
+            .with_graceful_shutdown(shutdown)
+            .await
+        }
+    };
     if let Some(jobs) = jobs {
         jobs.shutdown(JOBS_GRACE).await;
     }

@@ -89,3 +89,20 @@ pub async fn models_unload(
     let outcome = state.registry.unload(&name);
     Ok(Json(serde_json::to_value(outcome).unwrap_or(Value::Null)))
 }
+
+/// Prometheus text format. Gauges read from the registry are refreshed at scrape time.
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    let m = crate::metrics::Metrics::global();
+    for model in state.registry.report().models {
+        m.inference_queue_depth
+            .set(&[model.model_name.as_str()], model.queue.depth as f64);
+    }
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            crate::metrics::CONTENT_TYPE,
+        )],
+        m.render(),
+    )
+        .into_response()
+}

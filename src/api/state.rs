@@ -15,6 +15,9 @@ pub struct AppState {
     pub pipelines: Arc<Pipelines>,
     pub policies: Arc<Policies>,
     pub readiness: Arc<Readiness>,
+    pub auth: Arc<crate::auth::Authenticator>,
+    /// HTTPS (and mutual TLS) when configured.
+    pub tls: Option<Arc<crate::tls::TlsServer>>,
     /// The durable job store; `None` in processes that serve no HTTP (evaluation).
     pub jobs: Option<Arc<crate::jobs::Jobs>>,
 }

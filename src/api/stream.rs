@@ -74,12 +74,21 @@ async fn send(tx: &mpsc::Sender<Bytes>, record: &impl Serialize) -> bool {
     tx.send(Bytes::from(line)).await.is_ok()
 }
 
+const EXTRACT_ROUTE: &str = "/pii/extract/stream";
+const DEIDENTIFY_ROUTE: &str = "/pii/deidentify/stream";
+
+fn record_sent(route: &'static str, kind: &'static str) {
+    crate::metrics::Metrics::global()
+        .stream_records
+        .inc(&[route, kind]);
+}
+
 /// The last record of a stream that failed after it started.
 fn error_record(e: StageError, request_id: Option<&str>) -> Value {
     let (code, message) = ApiError::from(e).code_and_message();
     json!({
         "type": "error",
-        "error": { "code": code, "message": message, "request_id": request_id },
+        "error": { "code": code, "message": message, "details": null, "request_id": request_id },
     })
 }
 
@@ -89,6 +98,7 @@ async fn engine_stats(
     task: tokio::task::JoinHandle<Result<RunStats, StageError>>,
     tx: &mpsc::Sender<Bytes>,
     request_id: Option<&str>,
+    route: &'static str,
 ) -> Option<Value> {
     let failure = match task.await {
         Ok(Ok(stats)) => return Some(json!(stats)),
@@ -96,6 +106,7 @@ async fn engine_stats(
         Err(e) => StageError::Internal(format!("engine task failed: {e}")),
     };
     send(tx, &error_record(failure, request_id)).await;
+    record_sent(route, "error");
     None
 }
 
@@ -276,6 +287,7 @@ pub async fn extract_stream(
                     text: include_text.then(|| text[a..b].into()),
                 };
                 let emit = json!({ "type": "emit", "span": kept.record() });
+                record_sent(EXTRACT_ROUTE, "emit");
                 if !send(&tx, &emit).await {
                     return;
                 }
@@ -284,7 +296,8 @@ pub async fn extract_stream(
             }
             chars_before += text.chars().count();
         }
-        let Some(mut stats) = engine_stats(engine, &tx, request_id.as_deref()).await else {
+        let Some(mut stats) = engine_stats(engine, &tx, request_id.as_deref(), EXTRACT_ROUTE).await
+        else {
             return;
         };
         for (k, v) in [
@@ -308,6 +321,7 @@ pub async fn extract_stream(
             "timestamp": now_rfc3339(),
         });
         send_final(&tx, &all, &rest).await;
+        record_sent(EXTRACT_ROUTE, "final");
     });
     Ok(ndjson(rx))
 }
@@ -386,6 +400,7 @@ pub async fn deidentify_stream(
             shaper.push(&c.text, c.start, &c.spans, &out, &reds);
             for piece in safe_pieces(&out, out_bytes, &reds, chunk_chars) {
                 let record = json!({ "type": "chunk", "index": index, "text": piece });
+                record_sent(DEIDENTIFY_ROUTE, "chunk");
                 if !send(&tx, &record).await {
                     return;
                 }
@@ -393,7 +408,8 @@ pub async fn deidentify_stream(
             }
             out_bytes += out.len();
         }
-        let Some(mut stats) = engine_stats(engine, &tx, request_id.as_deref()).await else {
+        let Some(mut stats) = engine_stats(engine, &tx, request_id.as_deref(), DEIDENTIFY_ROUTE).await
+        else {
             return;
         };
         stats["chunk_size"] = json!(chunk_chars);
@@ -419,6 +435,7 @@ pub async fn deidentify_stream(
             obj.insert("mapping".into(), json!(m));
         }
         send(&tx, &final_record).await;
+        record_sent(DEIDENTIFY_ROUTE, "final");
     });
     Ok(ndjson(rx))
 }

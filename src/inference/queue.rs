@@ -125,6 +125,7 @@ pub struct QueueConfig {
 
 /// The queue in front of one session.
 pub struct BatchQueue {
+    model_id: String,
     tx: Mutex<Option<mpsc::Sender<WorkItem>>>,
     depth: Arc<AtomicUsize>,
     capacity: usize,
@@ -159,6 +160,7 @@ impl BatchQueue {
             max_padding: max_padding.max(0.0),
             depth: depth.clone(),
             counters: counters.clone(),
+            model_id: model_id.to_string(),
         };
         let handle = std::thread::Builder::new()
             .name(format!(
@@ -168,6 +170,7 @@ impl BatchQueue {
             .spawn(move || worker.run(rx))
             .map_err(|e| InferenceError::Runtime(format!("cannot start inference thread: {e}")))?;
         Ok(Self {
+            model_id: model_id.to_string(),
             tx: Mutex::new(Some(tx)),
             depth,
             capacity: capacity.max(1),
@@ -189,6 +192,9 @@ impl BatchQueue {
                 (d == 0 || d + n <= self.capacity).then_some(d + n)
             });
         if admitted.is_err() {
+            crate::metrics::Metrics::global()
+                .inference_queue_rejections
+                .inc(&[self.model_id.as_str()]);
             return Err(InferenceError::QueueFull {
                 retry_after_secs: 1,
             });
@@ -245,6 +251,8 @@ struct Worker {
     max_padding: f64,
     depth: Arc<AtomicUsize>,
     counters: Arc<Counters>,
+    /// The metrics label (an installed model id, never caller text).
+    model_id: String,
 }
 
 impl Worker {
@@ -292,6 +300,14 @@ impl Worker {
         c.tokens.fetch_add(real as u64, Ordering::Relaxed);
         c.padded_tokens
             .fetch_add((max_len * batch.len()) as u64, Ordering::Relaxed);
+        let m = crate::metrics::Metrics::global();
+        let label = [self.model_id.as_str()];
+        m.inference_batches.inc(&label);
+        m.inference_batch_size.observe(&label, batch.len() as f64);
+        m.inference_batch_padding_ratio
+            .observe(&label, (max_len * batch.len()) as f64 / real.max(1) as f64 - 1.0);
+        m.inference_batch_seconds
+            .observe_duration(&label, started.elapsed());
         match result {
             Ok(windows) => {
                 for (item, scored) in batch.into_iter().zip(windows) {

@@ -38,6 +38,26 @@ struct Inner {
     loads: u64,
 }
 
+impl Inner {
+    /// Drops a resident model, counting why.
+    fn remove(&mut self, id: &str, reason: &'static str) {
+        if self.resident.remove(id).is_some() {
+            let m = crate::metrics::Metrics::global();
+            m.model_evictions.inc(&[id, reason]);
+            m.inference_queue_depth.set(&[id], 0.0);
+            self.publish();
+        }
+    }
+
+    /// Publishes the resident count and bytes.
+    fn publish(&self) {
+        let m = crate::metrics::Metrics::global();
+        m.models_resident.set(self.resident.len() as f64);
+        m.models_resident_bytes
+            .set(self.resident.values().map(|r| r.footprint).sum::<u64>() as f64);
+    }
+}
+
 /// Limits and defaults the registry enforces.
 #[derive(Clone, Debug)]
 pub struct RegistryLimits {
@@ -220,9 +240,19 @@ impl ModelRegistry {
         let runtime = self.runtime.clone();
         let limits = self.limits.clone();
         let before = resident_bytes();
-        let model = tokio::task::spawn_blocking(move || load(&runtime, &files, &limits))
+        let metrics = crate::metrics::Metrics::global();
+        let started = Instant::now();
+        let loaded = tokio::task::spawn_blocking(move || load(&runtime, &files, &limits))
             .await
-            .map_err(|e| InferenceError::Runtime(format!("model load task failed: {e}")))??;
+            .map_err(|e| InferenceError::Runtime(format!("model load task failed: {e}")))
+            .and_then(|r| r);
+        metrics
+            .model_loads
+            .inc(&[id, if loaded.is_ok() { "ok" } else { "error" }]);
+        let model = loaded?;
+        metrics
+            .model_load_seconds
+            .observe_duration(&[id], started.elapsed());
         let measured = resident_bytes().saturating_sub(before);
         let model = Arc::new(model);
         let mut inner = self.inner();
@@ -239,6 +269,7 @@ impl ModelRegistry {
                 loaded_at: SystemTime::now(),
             },
         );
+        inner.publish();
         drop(inner);
         tracing::info!(model = id, footprint_bytes = measured, "model loaded");
         Ok(ModelHandle {
@@ -275,9 +306,14 @@ impl ModelRegistry {
                 .map(|(id, _)| id.clone());
             match victim {
                 Some(id) => {
-                    inner.resident.remove(&id);
+                    let reason = if inner.resident.len() >= self.limits.max_resident.max(1) {
+                        "lru"
+                    } else {
+                        "budget"
+                    };
+                    inner.remove(&id, reason);
                     inner.evictions += 1;
-                    tracing::info!(model = %id, "model evicted (LRU)");
+                    tracing::info!(model = %id, reason, "model evicted");
                 }
                 None => {
                     return Err(InferenceError::OverBudget {
@@ -304,7 +340,7 @@ impl ModelRegistry {
         }
         match r.keep_alive {
             KeepAlive::UnloadNow => {
-                inner.resident.remove(id);
+                inner.remove(id, "keep_alive");
                 tracing::info!(model = id, "model unloaded (keep_alive 0)");
             }
             KeepAlive::For(d) => r.expires_at = Some(Instant::now() + d),
@@ -323,7 +359,7 @@ impl ModelRegistry {
             .map(|(id, _)| id.clone())
             .collect();
         for id in expired {
-            inner.resident.remove(&id);
+            inner.remove(&id, "keep_alive");
             tracing::info!(model = %id, "model unloaded (keep_alive expired)");
         }
     }
@@ -345,7 +381,7 @@ impl ModelRegistry {
                 reason: Some("active_requests"),
             },
             Some(_) => {
-                inner.resident.remove(id);
+                inner.remove(id, "unload");
                 UnloadOutcome {
                     model_name: id.into(),
                     unloaded: true,

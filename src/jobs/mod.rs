@@ -414,6 +414,7 @@ impl Jobs {
             store::load_record(conn, &id, now)
         })?;
         self.inner.wake.notify_one();
+        crate::metrics::Metrics::global().jobs.inc(&["accepted"]);
         tracing::info!(job_id = %id, documents = job.documents.len(), "job submitted");
         record.ok_or_else(|| JobError::Corrupt("submitted job not found".into()))
     }

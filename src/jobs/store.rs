@@ -397,6 +397,9 @@ pub(super) fn commit_doc(
     )?;
     let deliver = finish_if_complete(&tx, job_id, now, ttl_ms)?;
     tx.commit()?;
+    crate::metrics::Metrics::global()
+        .job_documents
+        .inc(&[if outcome.is_ok() { "ok" } else { "error" }]);
     Ok(deliver)
 }
 
@@ -475,6 +478,12 @@ fn terminal(
     if changed == 0 {
         return Ok(false);
     }
+    let outcome = match status {
+        "succeeded" => "succeeded",
+        "failed" => "failed",
+        _ => "cancelled",
+    };
+    crate::metrics::Metrics::global().jobs.inc(&[outcome]);
     let deliver: bool = tx.query_row(
         "SELECT webhook_sealed IS NOT NULL FROM jobs WHERE id = ?1",
         [job_id],
@@ -567,6 +576,9 @@ pub(super) fn sweep(conn: &mut Connection, now: i64) -> Result<usize, JobError> 
             tx.execute("DELETE FROM jobs WHERE id = ?1", [id])?;
         }
         tx.commit()?;
+        crate::metrics::Metrics::global()
+            .jobs
+            .inc_by(&["expired"], ids.len() as u64);
         deleted += ids.len();
         if ids.len() < 100 {
             return Ok(deleted);

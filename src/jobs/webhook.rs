@@ -272,6 +272,9 @@ async fn deliver(inner: &Arc<Inner>, job_id: &str) -> Result<(), JobError> {
             "pending"
         };
         tracing::info!(job_id = %job_id, attempt = attempts, status_code, state, "webhook attempt");
+        crate::metrics::Metrics::global()
+            .webhook_deliveries
+            .inc(&[if state == "pending" { "retry" } else { state }]);
         let at = now_ms();
         last_attempt_at = Some(at);
         persist(

@@ -114,6 +114,7 @@ async fn worker_loop(inner: Arc<Inner>) {
 /// Works off one job. Returns false if a database error interrupted it (the
 /// job stays active in the DB and is picked up again).
 async fn run_job(inner: &Arc<Inner>, job_id: &str, options: Arc<Value>) -> bool {
+    let _running = crate::metrics::Metrics::global().jobs_running.inc_guard();
     let limit = inner.settings.doc_concurrency;
     let mut cursor = 0i64;
     let mut exhausted = false;

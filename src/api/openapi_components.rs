@@ -1,0 +1,442 @@
+//! The parts of `/openapi.json` that are not request schemas: response bodies, error responses
+//! (their examples come from the one error mapping), security schemes and request examples.
+//! Response schemas are checked against real responses by `tests/openapi.rs`.
+
+use serde_json::{Map, Value, json};
+
+use super::error::ApiError;
+use super::validate::Violation;
+use crate::auth::AuthFailure;
+
+pub fn tags() -> Value {
+    json!([
+        { "name": "detection", "description": "Token classification" },
+        { "name": "pii", "description": "PHI/PII detection and de-identification" },
+        { "name": "jobs", "description": "Durable asynchronous de-identification jobs" },
+        { "name": "gateway", "description": "LLM privacy gateway" },
+        { "name": "omop", "description": "OMOP loading and cohorts" },
+        { "name": "fhir", "description": "FHIR Bulk Data ingestion" },
+        { "name": "decisions", "description": "Closed-world decisions" },
+        { "name": "models", "description": "Model registry" },
+        { "name": "operations", "description": "Probes and metrics (never authenticated)" },
+        { "name": "documentation", "description": "This document and its pages" },
+    ])
+}
+
+pub fn security_schemes() -> Value {
+    json!({
+        "apiKeyHeader": {
+            "type": "apiKey", "in": "header", "name": "X-API-Key",
+            "description": "A static API key; the service holds only its SHA-256 digest",
+        },
+        "apiKeyAuthorization": {
+            "type": "apiKey", "in": "header", "name": "Authorization",
+            "description": "`Authorization: ApiKey <key>`",
+        },
+        "bearerJwt": {
+            "type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+            "description": "HS256 or RS256 JWT checked against the configured JWKS; `exp` \
+                required, issuer and audience checked; scopes from `scope`, `scp` or `scopes`",
+        },
+        "mutualTls": {
+            "type": "mutualTLS",
+            "description": "A client certificate from the configured CA; its scopes come from \
+                `SERVICE_MTLS_PRINCIPALS`, and it is used when no key or token is sent",
+        },
+    })
+}
+
+fn reference(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+/// The error responses, each with an example made by the error mapping itself.
+pub fn error_responses() -> Value {
+    let not_found = ApiError::NotFound {
+        code: "job_not_found",
+        message: "No job with this id",
+    };
+    let busy = ApiError::Busy {
+        code: "backpressure",
+        message: "The inference queue is full; retry later",
+        retry_after_secs: 1,
+    };
+    let cases: Vec<(u16, &str, ApiError)> = vec![
+        (401, "Missing or invalid credentials", ApiError::Auth(AuthFailure::Invalid)),
+        (
+            403,
+            "The credential lacks a required scope",
+            ApiError::Auth(AuthFailure::Forbidden {
+                required: vec!["pii:read".into()],
+            }),
+        ),
+        (404, "Not found (model, job or route)", not_found),
+        (
+            409,
+            "Not available in the current state",
+            ApiError::NotFound {
+                code: "conflict",
+                message: "Not available in the current state",
+            },
+        ),
+        (413, "Body over the size limit", ApiError::PayloadTooLarge { limit: 33_554_432 }),
+        (415, "Body is not JSON", ApiError::UnsupportedMediaType),
+        (
+            422,
+            "Validation failed; every violation is listed with its location",
+            ApiError::Validation(vec![Violation::new(
+                &[json!("body"), json!("text")],
+                "missing",
+                "Field required",
+                None,
+            )]),
+        ),
+        (
+            429,
+            "Too many failed authentication attempts",
+            ApiError::Auth(AuthFailure::RateLimited {
+                retry_after_secs: 1,
+            }),
+        ),
+        (500, "Unexpected failure (never carries caller text)", ApiError::Internal(String::new())),
+        (
+            501,
+            "Valid request for a capability not built yet",
+            ApiError::NotImplemented {
+                route: "POST /omop/load",
+                issue: 6,
+            },
+        ),
+        (503, "Busy or not ready; retry after the given seconds", busy),
+        (504, "The per-request timeout passed", ApiError::Timeout { seconds: 300.0 }),
+    ];
+    let mut out = Map::new();
+    for (status, description, error) in cases {
+        let (_, mut example) = error.envelope();
+        if let Some(e) = example.get_mut("error") {
+            e["request_id"] = json!("5f0c3c4e2b7a4a1c9d8e7f6a5b4c3d2e");
+        }
+        let schema = if status == 422 {
+            reference("HTTPValidationError")
+        } else {
+            reference("ErrorEnvelope")
+        };
+        let mut response = json!({
+            "description": description,
+            "content": { "application/json": { "schema": schema, "example": example } },
+        });
+        let mut headers = Map::new();
+        if matches!(status, 401 | 403) {
+            headers.insert(
+                "WWW-Authenticate".into(),
+                json!({
+                    "description": "`Bearer, ApiKey` when missing; `Bearer error=\"invalid_token\", \
+                        ApiKey` when invalid; `Bearer error=\"insufficient_scope\", scope=\"…\"` \
+                        on 403",
+                    "schema": { "type": "string" },
+                }),
+            );
+        }
+        if matches!(status, 429 | 503) {
+            headers.insert(
+                "Retry-After".into(),
+                json!({ "description": "Seconds", "schema": { "type": "integer" } }),
+            );
+        }
+        if !headers.is_empty() {
+            response["headers"] = Value::Object(headers);
+        }
+        out.insert(status.to_string(), response);
+    }
+    Value::Object(out)
+}
+
+/// Response and error body schemas.
+pub fn schemas() -> Map<String, Value> {
+    let string = json!({ "type": "string" });
+    let int = json!({ "type": "integer", "minimum": 0 });
+    let number = json!({ "type": "number" });
+    let any_object = json!({ "type": "object" });
+    let warnings = json!({ "type": "array", "items": reference("Warning") });
+    let entity_base = |extra: Value| {
+        let mut props = json!({
+            "label": string, "canonical_label": string, "hipaa_class": string,
+            "confidence": { "type": "number", "minimum": 0, "maximum": 1 },
+            "start": int, "end": int,
+            "source": { "type": "string", "enum": ["model", "pattern", "model+pattern"] },
+            "pattern": string,
+        });
+        if let (Some(p), Some(e)) = (props.as_object_mut(), extra.as_object()) {
+            p.extend(e.clone());
+        }
+        props
+    };
+    let list = [
+        ("ValidationError", json!({
+            "type": "object",
+            "required": ["loc", "msg", "type"],
+            "properties": {
+                "loc": { "type": "array", "items": { "type": ["string", "integer"] } },
+                "msg": string, "type": string, "ctx": any_object,
+            },
+        })),
+        ("HTTPValidationError", json!({
+            "type": "object",
+            "required": ["detail"],
+            "properties": { "detail": { "type": "array", "items": reference("ValidationError") } },
+        })),
+        ("ErrorBody", json!({
+            "type": "object",
+            "required": ["code", "message", "details", "request_id"],
+            "properties": {
+                "code": string, "message": string,
+                "details": { "type": ["object", "null"] },
+                "request_id": { "type": ["string", "null"] },
+            },
+        })),
+        ("ErrorEnvelope", json!({
+            "type": "object",
+            "required": ["error"],
+            "properties": { "error": reference("ErrorBody") },
+        })),
+        ("Warning", json!({
+            "type": "object", "required": ["code", "message"],
+            "properties": { "code": string, "message": string },
+        })),
+        ("Entity", json!({
+            "type": "object",
+            "description": "Offsets are code points into the exact input; text == input[start:end]",
+            "required": ["text", "label", "canonical_label", "hipaa_class", "confidence", "start",
+                "end", "source"],
+            "properties": entity_base(json!({ "text": string })),
+        })),
+        ("AnalyzeResponse", json!({
+            "type": "object",
+            "required": ["model_name", "entities", "timestamp", "processing_time", "warnings",
+                "metadata"],
+            "properties": {
+                "model_name": string,
+                "entities": { "type": "array", "items": reference("Entity") },
+                "timestamp": { "type": "string", "format": "date-time" },
+                "processing_time": number, "warnings": warnings, "metadata": any_object,
+            },
+        })),
+        ("PIIExtractResponse", json!({
+            "type": "object",
+            "required": ["model_name", "entities", "timestamp", "processing_time", "warnings",
+                "metadata"],
+            "properties": {
+                "model_name": string,
+                "entities": { "type": "array", "items": reference("Entity") },
+                "timestamp": { "type": "string", "format": "date-time" },
+                "processing_time": number, "warnings": warnings, "metadata": any_object,
+            },
+        })),
+        ("DeidentifiedEntity", json!({
+            "type": "object",
+            "description": "Where an identifier was and what stands there now; never its text",
+            "required": ["label", "canonical_label", "hipaa_class", "confidence", "start", "end",
+                "source", "action", "replacement", "output_start", "output_end"],
+            "properties": entity_base(json!({
+                "action": string,
+                "replacement": { "type": ["string", "null"] },
+                "output_start": int, "output_end": int,
+            })),
+        })),
+        ("PIIDeidentifyResponse", json!({
+            "type": "object",
+            "required": ["deidentified_text", "num_entities_redacted", "entities", "counts",
+                "method", "model_name", "timestamp", "processing_time", "warnings", "metadata"],
+            "properties": {
+                "deidentified_text": string,
+                "num_entities_redacted": int,
+                "entities": { "type": "array", "items": reference("DeidentifiedEntity") },
+                "counts": { "type": "object", "additionalProperties": int },
+                "method": string,
+                "policy": { "type": ["string", "null"] },
+                "model_name": string,
+                "timestamp": { "type": "string", "format": "date-time" },
+                "processing_time": number, "warnings": warnings, "metadata": any_object,
+                "mapping": {
+                    "type": "object",
+                    "description": "Only with keep_mapping: replacement → original",
+                },
+            },
+        })),
+        ("StreamSpan", json!({
+            "type": "object",
+            "required": ["id", "label", "canonical_label", "hipaa_class", "confidence", "start",
+                "end", "byte_start", "byte_end", "source"],
+            "properties": entity_base(json!({
+                "id": string, "byte_start": int, "byte_end": int,
+                "text": { "type": "string", "description": "Only with include_text" },
+            })),
+        })),
+        ("StreamError", json!({
+            "type": "object", "required": ["type", "error"],
+            "properties": {
+                "type": { "const": "error" },
+                "error": reference("ErrorBody"),
+            },
+        })),
+        ("ExtractStreamRecord", json!({
+            "oneOf": [
+                {
+                    "type": "object", "required": ["type", "span"],
+                    "properties": { "type": { "const": "emit" }, "span": reference("StreamSpan") },
+                },
+                {
+                    "type": "object", "required": ["type", "spans", "stats"],
+                    "properties": {
+                        "type": { "const": "final" },
+                        "spans": { "type": "array", "items": reference("StreamSpan") },
+                        "stats": any_object,
+                    },
+                },
+                reference("StreamError"),
+            ],
+        })),
+        ("DeidentifyStreamRecord", json!({
+            "oneOf": [
+                {
+                    "type": "object", "required": ["type", "index", "text"],
+                    "properties": {
+                        "type": { "const": "chunk" }, "index": int, "text": string,
+                    },
+                },
+                {
+                    "type": "object", "required": ["type"],
+                    "properties": { "type": { "const": "final" } },
+                },
+                reference("StreamError"),
+            ],
+        })),
+        ("Job", json!({
+            "type": "object",
+            "required": ["id", "status", "progress_percent", "document_count", "processed_count",
+                "failed_count", "label_histogram", "documents", "created_at", "updated_at",
+                "status_url", "results_url"],
+            "properties": {
+                "id": string,
+                "status": { "type": "string",
+                    "enum": ["queued", "running", "succeeded", "failed", "cancelled"] },
+                "progress_percent": number,
+                "document_count": int, "processed_count": int, "failed_count": int,
+                "label_histogram": { "type": "object", "additionalProperties": int },
+                "documents": { "type": "array", "items": {
+                    "type": "object", "required": ["index", "status"],
+                    "properties": {
+                        "index": int, "id": { "type": ["string", "null"] }, "status": string,
+                        "length": int, "text_hash": string,
+                    },
+                } },
+                "error": { "type": ["object", "null"] },
+                "webhook": { "type": ["object", "null"] },
+                "webhook_delivery": { "type": ["object", "null"] },
+                "created_at": string, "updated_at": string,
+                "started_at": { "type": ["string", "null"] },
+                "completed_at": { "type": ["string", "null"] },
+                "expires_at": { "type": ["string", "null"] },
+                "status_url": string, "results_url": string,
+            },
+        })),
+        ("JobResultLine", json!({
+            "type": "object", "required": ["index", "id", "status"],
+            "properties": {
+                "index": int, "id": { "type": ["string", "null"] }, "status": string,
+                "deidentified_text": string, "entities": {}, "error": {},
+            },
+        })),
+        ("ModelsLoaded", json!({
+            "type": "object",
+            "required": ["device", "max_resident_models", "memory_budget_bytes",
+                "resident_memory_bytes", "loads_total", "evictions_total", "installed", "models"],
+            "properties": {
+                "device": string,
+                "default_keep_alive_seconds": { "type": ["number", "null"] },
+                "max_resident_models": int, "memory_budget_bytes": int,
+                "resident_memory_bytes": int, "loads_total": int, "evictions_total": int,
+                "installed": { "type": "array", "items": string },
+                "models": { "type": "array", "items": {
+                    "type": "object",
+                    "required": ["model_name", "active_requests", "footprint_bytes", "labels"],
+                    "properties": {
+                        "model_name": string, "model_type": string, "active_requests": int,
+                        "keep_alive_seconds": { "type": ["number", "null"] },
+                        "keep_alive_seconds_remaining": { "type": ["number", "null"] },
+                        "footprint_bytes": int, "loaded_at": string, "idle_seconds": number,
+                        "labels": { "type": "array", "items": string },
+                        "max_positions": int, "takes_token_type_ids": { "type": "boolean" },
+                        "queue": any_object,
+                    },
+                } },
+            },
+        })),
+        ("Health", json!({
+            "type": "object",
+            "required": ["status", "version", "models"],
+            "additionalProperties": string,
+        })),
+        ("Livez", json!({
+            "type": "object", "required": ["status"], "additionalProperties": string,
+        })),
+        ("Readyz", json!({
+            "type": "object", "required": ["status"],
+            "properties": {
+                "status": { "type": "string", "enum": ["ready", "not_ready"] },
+                "reasons": { "type": "array", "items": string },
+            },
+        })),
+        ("OpenObject", json!({ "type": "object", "description": "A JSON object (open content)" })),
+    ];
+    list.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+/// One valid request per request schema.
+pub fn request_example(schema: &str) -> Option<Value> {
+    let note = "Pt John Smith (MRN 483920) seen 03/14/2024; call 617-555-0199.";
+    Some(match schema {
+        "AnalyzeRequest" => json!({ "text": note, "aggregation_strategy": "simple" }),
+        "PIIExtractRequest" => json!({ "text": note, "confidence_threshold": 0.5 }),
+        "PIIExtractStreamRequest" => json!({
+            "text": note, "chunk_size": 1024, "window_chars": 4096, "include_text": false,
+        }),
+        "PIIDeidentifyRequest" => json!({ "text": note, "method": "replace", "keep_year": true }),
+        "PIIDeidentifyStreamRequest" => json!({ "text": note, "method": "mask", "chunk_size": 512 }),
+        "DeidentifyJobRequest" => json!({
+            "documents": [{ "id": "note-1", "text": note }],
+            "method": "mask",
+            "webhook": {
+                "url": "https://hooks.example.org/phiflow",
+                "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                "max_attempts": 3,
+            },
+        }),
+        "PrivacyGatewayRequest" => json!({ "text": note, "confidence_threshold": 0.5 }),
+        "OmopLoadRequest" => json!({
+            "records_jsonl": "{\"table\":\"person\",\"person_id\":1,\"gender_concept_id\":8507,\"year_of_birth\":1960,\"race_concept_id\":0,\"ethnicity_concept_id\":0}\n",
+            "validate_constraints": true,
+        }),
+        "CohortResolveRequest" => json!({
+            "phenotype": { "schema": "cohort.phenotype.v1", "concept_sets": [], "expression": {} },
+            "records_jsonl": "{\"table\":\"person\",\"person_id\":1}\n",
+        }),
+        "SMARTBackendIngestionRequest" => json!({
+            "fhir_base_url": "https://fhir.hospital.example/r4",
+            "token_url": "https://fhir.hospital.example/token",
+            "client_id": "phiflow",
+            "private_key_pem": "-----BEGIN PRIVATE KEY-----\n…\n-----END PRIVATE KEY-----\n",
+            "output_dir": "exports/2026-11",
+        }),
+        "ModelUnloadRequest" => json!({ "model_name": "nationaldesignstudio/rampart" }),
+        "DecisionRequest" => json!({
+            "mode": "fixed_choice",
+            "input_text": "Is this note about cardiology?",
+            "options": ["yes", "no"],
+        }),
+        "DecisionBatchRequest" => json!({ "requests": [{
+            "mode": "boolean_choice", "input_text": "Follow-up needed?", "options": ["yes", "no"],
+        }] }),
+        _ => return None,
+    })
+}
