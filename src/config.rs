@@ -138,7 +138,11 @@ pub struct AuthSettings {
     #[arg(long = "auth-enabled", env = "SERVICE_AUTH_ENABLED")]
     pub enabled: Option<String>,
     /// JSON array of `{id, principal, key_hash: "sha256:<hex>", scopes}`; digests only.
-    #[arg(long = "auth-api-keys", env = "SERVICE_AUTH_API_KEYS", hide_env_values = true)]
+    #[arg(
+        long = "auth-api-keys",
+        env = "SERVICE_AUTH_API_KEYS",
+        hide_env_values = true
+    )]
     pub api_keys: Option<String>,
     /// Path to a JWKS file (HS256 `oct` and RS256 `RSA` keys).
     #[arg(long = "auth-jwks-file", env = "SERVICE_AUTH_JWKS_FILE")]
@@ -153,7 +157,10 @@ pub struct AuthSettings {
     #[arg(long = "auth-jwt-audience", env = "SERVICE_AUTH_JWT_AUDIENCE")]
     pub jwt_audience: Option<String>,
     /// Clock leeway for `exp`, `nbf` and `iat` (seconds, default 0).
-    #[arg(long = "auth-jwt-leeway-seconds", env = "SERVICE_AUTH_JWT_LEEWAY_SECONDS")]
+    #[arg(
+        long = "auth-jwt-leeway-seconds",
+        env = "SERVICE_AUTH_JWT_LEEWAY_SECONDS"
+    )]
     pub jwt_leeway_seconds: Option<String>,
     /// JSON object `{"<METHOD> <path>": [scopes]}` extending or overriding the built-in map.
     #[arg(long = "auth-route-scopes", env = "SERVICE_AUTH_ROUTE_SCOPES")]
@@ -165,7 +172,10 @@ pub struct AuthSettings {
     #[arg(long = "auth-failure-rps", env = "SERVICE_AUTH_FAILURE_RATE_LIMIT_RPS")]
     pub failure_rps: Option<String>,
     /// Failed-attempt limiter: burst (default 10; 0 turns it off).
-    #[arg(long = "auth-failure-burst", env = "SERVICE_AUTH_FAILURE_RATE_LIMIT_BURST")]
+    #[arg(
+        long = "auth-failure-burst",
+        env = "SERVICE_AUTH_FAILURE_RATE_LIMIT_BURST"
+    )]
     pub failure_burst: Option<String>,
     /// Failed-attempt limiter key: `peer` (default), `global`, or `xff` (X-Forwarded-For).
     #[arg(long = "auth-failure-key", env = "SERVICE_AUTH_FAILURE_RATE_LIMIT_KEY")]
@@ -213,7 +223,11 @@ pub struct TlsArgs {
     #[arg(long = "tls-key", env = "SERVICE_TLS_KEY", requires = "cert")]
     pub key: Option<PathBuf>,
     /// PEM bundle of the CAs whose client certificates are accepted (turns on mutual TLS).
-    #[arg(long = "mtls-ca-bundle", env = "SERVICE_MTLS_CA_BUNDLE", requires = "cert")]
+    #[arg(
+        long = "mtls-ca-bundle",
+        env = "SERVICE_MTLS_CA_BUNDLE",
+        requires = "cert"
+    )]
     pub mtls_ca_bundle: Option<PathBuf>,
     /// JSON list `[{"identities": [...], "principal": "...", "scopes": [...]}]` mapping a
     /// certificate's subject, common name or SAN to a principal; unmapped certificates
@@ -222,7 +236,11 @@ pub struct TlsArgs {
     pub mtls_principals: Option<String>,
     /// Refuse TLS clients without a certificate at the handshake (default: they may connect
     /// and use a key or token instead).
-    #[arg(long = "mtls-required", env = "SERVICE_MTLS_REQUIRED", default_value_t = false)]
+    #[arg(
+        long = "mtls-required",
+        env = "SERVICE_MTLS_REQUIRED",
+        default_value_t = false
+    )]
     pub mtls_required: bool,
 }
 

@@ -13,5 +13,5 @@ pub mod jobs;
 pub mod metrics;
 pub mod pipeline;
 pub mod stages;
-pub mod tls;
 pub mod streaming;
+pub mod tls;

@@ -166,20 +166,20 @@ fn hex4(s: &str) -> Option<u32> {
 
 fn json_error(e: &serde_json::Error) -> ApiError {
     let what = match e.classify() {
-            serde_json::error::Category::Eof => "unexpected end of input",
-            serde_json::error::Category::Data => "invalid data",
-            _ => "syntax error",
-        };
-        ApiError::validation_one(
-            &[json!("body"), json!(e.column())],
-            "json_invalid",
-            format!(
-                "JSON decode error: {what} at line {} column {}",
-                e.line(),
-                e.column()
-            ),
-            Some(json!({ "line": e.line(), "column": e.column() })),
-        )
+        serde_json::error::Category::Eof => "unexpected end of input",
+        serde_json::error::Category::Data => "invalid data",
+        _ => "syntax error",
+    };
+    ApiError::validation_one(
+        &[json!("body"), json!(e.column())],
+        "json_invalid",
+        format!(
+            "JSON decode error: {what} at line {} column {}",
+            e.line(),
+            e.column()
+        ),
+        Some(json!({ "line": e.line(), "column": e.column() })),
+    )
 }
 
 /// The whole body, in one buffer sized from `Content-Length` when it is given, so a large body
@@ -278,7 +278,13 @@ mod tests {
         let escaped = r#""\u00e9\ud83d\ude00\/\u0041""#;
         let expected: String = serde_json::from_str(escaped).unwrap();
         assert_eq!(unescape(escaped), Some(expected));
-        for bad in [r#""\ud83d""#, r#""\ud83dx""#, r#""\ude00""#, r#""\u12""#, r#""\q""#] {
+        for bad in [
+            r#""\ud83d""#,
+            r#""\ud83dx""#,
+            r#""\ude00""#,
+            r#""\u12""#,
+            r#""\q""#,
+        ] {
             assert_eq!(unescape(bad), None, "{bad}");
             assert!(serde_json::from_str::<String>(bad).is_err(), "{bad}");
         }
@@ -287,8 +293,9 @@ mod tests {
     #[test]
     fn large_members_parse_like_serde_json() {
         let note = "Patient \"Jane\" Doe\nMRN 123 é 😀 ".repeat(LARGE_STRING / 10);
-        let body = serde_json::to_vec(&json!({"text": note, "chunk_size": 7, "x": [1, {"a": null}]}))
-            .unwrap();
+        let body =
+            serde_json::to_vec(&json!({"text": note, "chunk_size": 7, "x": [1, {"a": null}]}))
+                .unwrap();
         let parsed = parse_body(&body).unwrap_or_else(|_| panic!("parse"));
         assert_eq!(parsed, serde_json::from_slice::<Value>(&body).unwrap());
         assert!(parse_body(b"[1,2]").is_ok());

@@ -17,7 +17,10 @@ pub async fn openapi_json() -> Response {
     static DOC: OnceLock<String> = OnceLock::new();
     let doc = DOC.get_or_init(|| openapi::document().to_string());
     (
-        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
         doc.clone(),
     )
         .into_response()
@@ -71,13 +74,16 @@ pub async fn asset(
         .ok()
         .and_then(Result::ok)
         .ok_or(ApiError::NotFound {
-        code: "docs_assets_missing",
-        message: "The documentation assets are not installed; run scripts/fetch-assets",
-    })?;
+            code: "docs_assets_missing",
+            message: "The documentation assets are not installed; run scripts/fetch-assets",
+        })?;
     Ok((
         [
             (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
-            (header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=86400")),
+            (
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("public, max-age=86400"),
+            ),
         ],
         bytes,
     )

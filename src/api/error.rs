@@ -151,7 +151,10 @@ impl ApiError {
     pub fn envelope(&self) -> (StatusCode, Value) {
         let (status, details) = match self {
             Self::Validation(detail) => {
-                return (StatusCode::UNPROCESSABLE_ENTITY, json!({ "detail": detail }));
+                return (
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    json!({ "detail": detail }),
+                );
             }
             Self::UnsupportedMediaType => (
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,

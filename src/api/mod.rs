@@ -9,9 +9,9 @@ mod docs;
 mod error;
 mod jobs;
 mod middleware;
-mod ops;
 pub mod openapi;
 mod openapi_components;
+mod ops;
 mod pending;
 mod schemas;
 mod state;
@@ -21,7 +21,6 @@ pub mod validate;
 use std::sync::Arc;
 
 use axum::Router;
-
 
 pub use error::ApiError;
 pub use state::{AppState, Readiness};
@@ -50,8 +49,14 @@ pub fn router(state: AppState) -> Router {
             }
         })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::timeout))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::authenticate))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            middleware::timeout,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            middleware::authenticate,
+        ))
         .layer(axum::middleware::from_fn(middleware::observe))
         .layer(axum::middleware::from_fn(middleware::request_id))
         .with_state(state)

@@ -62,7 +62,11 @@ pub fn error_responses() -> Value {
         retry_after_secs: 1,
     };
     let cases: Vec<(u16, &str, ApiError)> = vec![
-        (401, "Missing or invalid credentials", ApiError::Auth(AuthFailure::Invalid)),
+        (
+            401,
+            "Missing or invalid credentials",
+            ApiError::Auth(AuthFailure::Invalid),
+        ),
         (
             403,
             "The credential lacks a required scope",
@@ -79,7 +83,11 @@ pub fn error_responses() -> Value {
                 message: "Not available in the current state",
             },
         ),
-        (413, "Body over the size limit", ApiError::PayloadTooLarge { limit: 33_554_432 }),
+        (
+            413,
+            "Body over the size limit",
+            ApiError::PayloadTooLarge { limit: 33_554_432 },
+        ),
         (415, "Body is not JSON", ApiError::UnsupportedMediaType),
         (
             422,
@@ -98,7 +106,11 @@ pub fn error_responses() -> Value {
                 retry_after_secs: 1,
             }),
         ),
-        (500, "Unexpected failure (never carries caller text)", ApiError::Internal(String::new())),
+        (
+            500,
+            "Unexpected failure (never carries caller text)",
+            ApiError::Internal(String::new()),
+        ),
         (
             501,
             "Valid request for a capability not built yet",
@@ -107,8 +119,16 @@ pub fn error_responses() -> Value {
                 issue: 6,
             },
         ),
-        (503, "Busy or not ready; retry after the given seconds", busy),
-        (504, "The per-request timeout passed", ApiError::Timeout { seconds: 300.0 }),
+        (
+            503,
+            "Busy or not ready; retry after the given seconds",
+            busy,
+        ),
+        (
+            504,
+            "The per-request timeout passed",
+            ApiError::Timeout { seconds: 300.0 },
+        ),
     ];
     let mut out = Map::new();
     for (status, description, error) in cases {
@@ -172,222 +192,285 @@ pub fn schemas() -> Map<String, Value> {
         props
     };
     let list = [
-        ("ValidationError", json!({
-            "type": "object",
-            "required": ["loc", "msg", "type"],
-            "properties": {
-                "loc": { "type": "array", "items": { "type": ["string", "integer"] } },
-                "msg": string, "type": string, "ctx": any_object,
-            },
-        })),
-        ("HTTPValidationError", json!({
-            "type": "object",
-            "required": ["detail"],
-            "properties": { "detail": { "type": "array", "items": reference("ValidationError") } },
-        })),
-        ("ErrorBody", json!({
-            "type": "object",
-            "required": ["code", "message", "details", "request_id"],
-            "properties": {
-                "code": string, "message": string,
-                "details": { "type": ["object", "null"] },
-                "request_id": { "type": ["string", "null"] },
-            },
-        })),
-        ("ErrorEnvelope", json!({
-            "type": "object",
-            "required": ["error"],
-            "properties": { "error": reference("ErrorBody") },
-        })),
-        ("Warning", json!({
-            "type": "object", "required": ["code", "message"],
-            "properties": { "code": string, "message": string },
-        })),
-        ("Entity", json!({
-            "type": "object",
-            "description": "Offsets are code points into the exact input; text == input[start:end]",
-            "required": ["text", "label", "canonical_label", "hipaa_class", "confidence", "start",
-                "end", "source"],
-            "properties": entity_base(json!({ "text": string })),
-        })),
-        ("AnalyzeResponse", json!({
-            "type": "object",
-            "required": ["model_name", "entities", "timestamp", "processing_time", "warnings",
-                "metadata"],
-            "properties": {
-                "model_name": string,
-                "entities": { "type": "array", "items": reference("Entity") },
-                "timestamp": { "type": "string", "format": "date-time" },
-                "processing_time": number, "warnings": warnings, "metadata": any_object,
-            },
-        })),
-        ("PIIExtractResponse", json!({
-            "type": "object",
-            "required": ["model_name", "entities", "timestamp", "processing_time", "warnings",
-                "metadata"],
-            "properties": {
-                "model_name": string,
-                "entities": { "type": "array", "items": reference("Entity") },
-                "timestamp": { "type": "string", "format": "date-time" },
-                "processing_time": number, "warnings": warnings, "metadata": any_object,
-            },
-        })),
-        ("DeidentifiedEntity", json!({
-            "type": "object",
-            "description": "Where an identifier was and what stands there now; never its text",
-            "required": ["label", "canonical_label", "hipaa_class", "confidence", "start", "end",
-                "source", "action", "replacement", "output_start", "output_end"],
-            "properties": entity_base(json!({
-                "action": string,
-                "replacement": { "type": ["string", "null"] },
-                "output_start": int, "output_end": int,
-            })),
-        })),
-        ("PIIDeidentifyResponse", json!({
-            "type": "object",
-            "required": ["deidentified_text", "num_entities_redacted", "entities", "counts",
-                "method", "model_name", "timestamp", "processing_time", "warnings", "metadata"],
-            "properties": {
-                "deidentified_text": string,
-                "num_entities_redacted": int,
-                "entities": { "type": "array", "items": reference("DeidentifiedEntity") },
-                "counts": { "type": "object", "additionalProperties": int },
-                "method": string,
-                "policy": { "type": ["string", "null"] },
-                "model_name": string,
-                "timestamp": { "type": "string", "format": "date-time" },
-                "processing_time": number, "warnings": warnings, "metadata": any_object,
-                "mapping": {
-                    "type": "object",
-                    "description": "Only with keep_mapping: replacement → original",
+        (
+            "ValidationError",
+            json!({
+                "type": "object",
+                "required": ["loc", "msg", "type"],
+                "properties": {
+                    "loc": { "type": "array", "items": { "type": ["string", "integer"] } },
+                    "msg": string, "type": string, "ctx": any_object,
                 },
-            },
-        })),
-        ("StreamSpan", json!({
-            "type": "object",
-            "required": ["id", "label", "canonical_label", "hipaa_class", "confidence", "start",
-                "end", "byte_start", "byte_end", "source"],
-            "properties": entity_base(json!({
-                "id": string, "byte_start": int, "byte_end": int,
-                "text": { "type": "string", "description": "Only with include_text" },
-            })),
-        })),
-        ("StreamError", json!({
-            "type": "object", "required": ["type", "error"],
-            "properties": {
-                "type": { "const": "error" },
-                "error": reference("ErrorBody"),
-            },
-        })),
-        ("ExtractStreamRecord", json!({
-            "oneOf": [
-                {
-                    "type": "object", "required": ["type", "span"],
-                    "properties": { "type": { "const": "emit" }, "span": reference("StreamSpan") },
+            }),
+        ),
+        (
+            "HTTPValidationError",
+            json!({
+                "type": "object",
+                "required": ["detail"],
+                "properties": { "detail": { "type": "array", "items": reference("ValidationError") } },
+            }),
+        ),
+        (
+            "ErrorBody",
+            json!({
+                "type": "object",
+                "required": ["code", "message", "details", "request_id"],
+                "properties": {
+                    "code": string, "message": string,
+                    "details": { "type": ["object", "null"] },
+                    "request_id": { "type": ["string", "null"] },
                 },
-                {
-                    "type": "object", "required": ["type", "spans", "stats"],
-                    "properties": {
-                        "type": { "const": "final" },
-                        "spans": { "type": "array", "items": reference("StreamSpan") },
-                        "stats": any_object,
+            }),
+        ),
+        (
+            "ErrorEnvelope",
+            json!({
+                "type": "object",
+                "required": ["error"],
+                "properties": { "error": reference("ErrorBody") },
+            }),
+        ),
+        (
+            "Warning",
+            json!({
+                "type": "object", "required": ["code", "message"],
+                "properties": { "code": string, "message": string },
+            }),
+        ),
+        (
+            "Entity",
+            json!({
+                "type": "object",
+                "description": "Offsets are code points into the exact input; text == input[start:end]",
+                "required": ["text", "label", "canonical_label", "hipaa_class", "confidence", "start",
+                    "end", "source"],
+                "properties": entity_base(json!({ "text": string })),
+            }),
+        ),
+        (
+            "AnalyzeResponse",
+            json!({
+                "type": "object",
+                "required": ["model_name", "entities", "timestamp", "processing_time", "warnings",
+                    "metadata"],
+                "properties": {
+                    "model_name": string,
+                    "entities": { "type": "array", "items": reference("Entity") },
+                    "timestamp": { "type": "string", "format": "date-time" },
+                    "processing_time": number, "warnings": warnings, "metadata": any_object,
+                },
+            }),
+        ),
+        (
+            "PIIExtractResponse",
+            json!({
+                "type": "object",
+                "required": ["model_name", "entities", "timestamp", "processing_time", "warnings",
+                    "metadata"],
+                "properties": {
+                    "model_name": string,
+                    "entities": { "type": "array", "items": reference("Entity") },
+                    "timestamp": { "type": "string", "format": "date-time" },
+                    "processing_time": number, "warnings": warnings, "metadata": any_object,
+                },
+            }),
+        ),
+        (
+            "DeidentifiedEntity",
+            json!({
+                "type": "object",
+                "description": "Where an identifier was and what stands there now; never its text",
+                "required": ["label", "canonical_label", "hipaa_class", "confidence", "start", "end",
+                    "source", "action", "replacement", "output_start", "output_end"],
+                "properties": entity_base(json!({
+                    "action": string,
+                    "replacement": { "type": ["string", "null"] },
+                    "output_start": int, "output_end": int,
+                })),
+            }),
+        ),
+        (
+            "PIIDeidentifyResponse",
+            json!({
+                "type": "object",
+                "required": ["deidentified_text", "num_entities_redacted", "entities", "counts",
+                    "method", "model_name", "timestamp", "processing_time", "warnings", "metadata"],
+                "properties": {
+                    "deidentified_text": string,
+                    "num_entities_redacted": int,
+                    "entities": { "type": "array", "items": reference("DeidentifiedEntity") },
+                    "counts": { "type": "object", "additionalProperties": int },
+                    "method": string,
+                    "policy": { "type": ["string", "null"] },
+                    "model_name": string,
+                    "timestamp": { "type": "string", "format": "date-time" },
+                    "processing_time": number, "warnings": warnings, "metadata": any_object,
+                    "mapping": {
+                        "type": "object",
+                        "description": "Only with keep_mapping: replacement → original",
                     },
                 },
-                reference("StreamError"),
-            ],
-        })),
-        ("DeidentifyStreamRecord", json!({
-            "oneOf": [
-                {
-                    "type": "object", "required": ["type", "index", "text"],
-                    "properties": {
-                        "type": { "const": "chunk" }, "index": int, "text": string,
-                    },
+            }),
+        ),
+        (
+            "StreamSpan",
+            json!({
+                "type": "object",
+                "required": ["id", "label", "canonical_label", "hipaa_class", "confidence", "start",
+                    "end", "byte_start", "byte_end", "source"],
+                "properties": entity_base(json!({
+                    "id": string, "byte_start": int, "byte_end": int,
+                    "text": { "type": "string", "description": "Only with include_text" },
+                })),
+            }),
+        ),
+        (
+            "StreamError",
+            json!({
+                "type": "object", "required": ["type", "error"],
+                "properties": {
+                    "type": { "const": "error" },
+                    "error": reference("ErrorBody"),
                 },
-                {
-                    "type": "object", "required": ["type"],
-                    "properties": { "type": { "const": "final" } },
+            }),
+        ),
+        (
+            "ExtractStreamRecord",
+            json!({
+                "oneOf": [
+                    {
+                        "type": "object", "required": ["type", "span"],
+                        "properties": { "type": { "const": "emit" }, "span": reference("StreamSpan") },
+                    },
+                    {
+                        "type": "object", "required": ["type", "spans", "stats"],
+                        "properties": {
+                            "type": { "const": "final" },
+                            "spans": { "type": "array", "items": reference("StreamSpan") },
+                            "stats": any_object,
+                        },
+                    },
+                    reference("StreamError"),
+                ],
+            }),
+        ),
+        (
+            "DeidentifyStreamRecord",
+            json!({
+                "oneOf": [
+                    {
+                        "type": "object", "required": ["type", "index", "text"],
+                        "properties": {
+                            "type": { "const": "chunk" }, "index": int, "text": string,
+                        },
+                    },
+                    {
+                        "type": "object", "required": ["type"],
+                        "properties": { "type": { "const": "final" } },
+                    },
+                    reference("StreamError"),
+                ],
+            }),
+        ),
+        (
+            "Job",
+            json!({
+                "type": "object",
+                "required": ["id", "status", "progress_percent", "document_count", "processed_count",
+                    "failed_count", "label_histogram", "documents", "created_at", "updated_at",
+                    "status_url", "results_url"],
+                "properties": {
+                    "id": string,
+                    "status": { "type": "string",
+                        "enum": ["queued", "running", "succeeded", "failed", "cancelled"] },
+                    "progress_percent": number,
+                    "document_count": int, "processed_count": int, "failed_count": int,
+                    "label_histogram": { "type": "object", "additionalProperties": int },
+                    "documents": { "type": "array", "items": {
+                        "type": "object", "required": ["index", "status"],
+                        "properties": {
+                            "index": int, "id": { "type": ["string", "null"] }, "status": string,
+                            "length": int, "text_hash": string,
+                        },
+                    } },
+                    "error": { "type": ["object", "null"] },
+                    "webhook": { "type": ["object", "null"] },
+                    "webhook_delivery": { "type": ["object", "null"] },
+                    "created_at": string, "updated_at": string,
+                    "started_at": { "type": ["string", "null"] },
+                    "completed_at": { "type": ["string", "null"] },
+                    "expires_at": { "type": ["string", "null"] },
+                    "status_url": string, "results_url": string,
                 },
-                reference("StreamError"),
-            ],
-        })),
-        ("Job", json!({
-            "type": "object",
-            "required": ["id", "status", "progress_percent", "document_count", "processed_count",
-                "failed_count", "label_histogram", "documents", "created_at", "updated_at",
-                "status_url", "results_url"],
-            "properties": {
-                "id": string,
-                "status": { "type": "string",
-                    "enum": ["queued", "running", "succeeded", "failed", "cancelled"] },
-                "progress_percent": number,
-                "document_count": int, "processed_count": int, "failed_count": int,
-                "label_histogram": { "type": "object", "additionalProperties": int },
-                "documents": { "type": "array", "items": {
-                    "type": "object", "required": ["index", "status"],
-                    "properties": {
-                        "index": int, "id": { "type": ["string", "null"] }, "status": string,
-                        "length": int, "text_hash": string,
-                    },
-                } },
-                "error": { "type": ["object", "null"] },
-                "webhook": { "type": ["object", "null"] },
-                "webhook_delivery": { "type": ["object", "null"] },
-                "created_at": string, "updated_at": string,
-                "started_at": { "type": ["string", "null"] },
-                "completed_at": { "type": ["string", "null"] },
-                "expires_at": { "type": ["string", "null"] },
-                "status_url": string, "results_url": string,
-            },
-        })),
-        ("JobResultLine", json!({
-            "type": "object", "required": ["index", "id", "status"],
-            "properties": {
-                "index": int, "id": { "type": ["string", "null"] }, "status": string,
-                "deidentified_text": string, "entities": {}, "error": {},
-            },
-        })),
-        ("ModelsLoaded", json!({
-            "type": "object",
-            "required": ["device", "max_resident_models", "memory_budget_bytes",
-                "resident_memory_bytes", "loads_total", "evictions_total", "installed", "models"],
-            "properties": {
-                "device": string,
-                "default_keep_alive_seconds": { "type": ["number", "null"] },
-                "max_resident_models": int, "memory_budget_bytes": int,
-                "resident_memory_bytes": int, "loads_total": int, "evictions_total": int,
-                "installed": { "type": "array", "items": string },
-                "models": { "type": "array", "items": {
-                    "type": "object",
-                    "required": ["model_name", "active_requests", "footprint_bytes", "labels"],
-                    "properties": {
-                        "model_name": string, "model_type": string, "active_requests": int,
-                        "keep_alive_seconds": { "type": ["number", "null"] },
-                        "keep_alive_seconds_remaining": { "type": ["number", "null"] },
-                        "footprint_bytes": int, "loaded_at": string, "idle_seconds": number,
-                        "labels": { "type": "array", "items": string },
-                        "max_positions": int, "takes_token_type_ids": { "type": "boolean" },
-                        "queue": any_object,
-                    },
-                } },
-            },
-        })),
-        ("Health", json!({
-            "type": "object",
-            "required": ["status", "version", "models"],
-            "additionalProperties": string,
-        })),
-        ("Livez", json!({
-            "type": "object", "required": ["status"], "additionalProperties": string,
-        })),
-        ("Readyz", json!({
-            "type": "object", "required": ["status"],
-            "properties": {
-                "status": { "type": "string", "enum": ["ready", "not_ready"] },
-                "reasons": { "type": "array", "items": string },
-            },
-        })),
-        ("OpenObject", json!({ "type": "object", "description": "A JSON object (open content)" })),
+            }),
+        ),
+        (
+            "JobResultLine",
+            json!({
+                "type": "object", "required": ["index", "id", "status"],
+                "properties": {
+                    "index": int, "id": { "type": ["string", "null"] }, "status": string,
+                    "deidentified_text": string, "entities": {}, "error": {},
+                },
+            }),
+        ),
+        (
+            "ModelsLoaded",
+            json!({
+                "type": "object",
+                "required": ["device", "max_resident_models", "memory_budget_bytes",
+                    "resident_memory_bytes", "loads_total", "evictions_total", "installed", "models"],
+                "properties": {
+                    "device": string,
+                    "default_keep_alive_seconds": { "type": ["number", "null"] },
+                    "max_resident_models": int, "memory_budget_bytes": int,
+                    "resident_memory_bytes": int, "loads_total": int, "evictions_total": int,
+                    "installed": { "type": "array", "items": string },
+                    "models": { "type": "array", "items": {
+                        "type": "object",
+                        "required": ["model_name", "active_requests", "footprint_bytes", "labels"],
+                        "properties": {
+                            "model_name": string, "model_type": string, "active_requests": int,
+                            "keep_alive_seconds": { "type": ["number", "null"] },
+                            "keep_alive_seconds_remaining": { "type": ["number", "null"] },
+                            "footprint_bytes": int, "loaded_at": string, "idle_seconds": number,
+                            "labels": { "type": "array", "items": string },
+                            "max_positions": int, "takes_token_type_ids": { "type": "boolean" },
+                            "queue": any_object,
+                        },
+                    } },
+                },
+            }),
+        ),
+        (
+            "Health",
+            json!({
+                "type": "object",
+                "required": ["status", "version", "models"],
+                "additionalProperties": string,
+            }),
+        ),
+        (
+            "Livez",
+            json!({
+                "type": "object", "required": ["status"], "additionalProperties": string,
+            }),
+        ),
+        (
+            "Readyz",
+            json!({
+                "type": "object", "required": ["status"],
+                "properties": {
+                    "status": { "type": "string", "enum": ["ready", "not_ready"] },
+                    "reasons": { "type": "array", "items": string },
+                },
+            }),
+        ),
+        (
+            "OpenObject",
+            json!({ "type": "object", "description": "A JSON object (open content)" }),
+        ),
     ];
     list.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
@@ -402,7 +485,9 @@ pub fn request_example(schema: &str) -> Option<Value> {
             "text": note, "chunk_size": 1024, "window_chars": 4096, "include_text": false,
         }),
         "PIIDeidentifyRequest" => json!({ "text": note, "method": "replace", "keep_year": true }),
-        "PIIDeidentifyStreamRequest" => json!({ "text": note, "method": "mask", "chunk_size": 512 }),
+        "PIIDeidentifyStreamRequest" => {
+            json!({ "text": note, "method": "mask", "chunk_size": 512 })
+        }
         "DeidentifyJobRequest" => json!({
             "documents": [{ "id": "note-1", "text": note }],
             "method": "mask",

@@ -408,7 +408,8 @@ pub async fn deidentify_stream(
             }
             out_bytes += out.len();
         }
-        let Some(mut stats) = engine_stats(engine, &tx, request_id.as_deref(), DEIDENTIFY_ROUTE).await
+        let Some(mut stats) =
+            engine_stats(engine, &tx, request_id.as_deref(), DEIDENTIFY_ROUTE).await
         else {
             return;
         };

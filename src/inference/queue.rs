@@ -304,8 +304,10 @@ impl Worker {
         let label = [self.model_id.as_str()];
         m.inference_batches.inc(&label);
         m.inference_batch_size.observe(&label, batch.len() as f64);
-        m.inference_batch_padding_ratio
-            .observe(&label, (max_len * batch.len()) as f64 / real.max(1) as f64 - 1.0);
+        m.inference_batch_padding_ratio.observe(
+            &label,
+            (max_len * batch.len()) as f64 / real.max(1) as f64 - 1.0,
+        );
         m.inference_batch_seconds
             .observe_duration(&label, started.elapsed());
         match result {

@@ -1,0 +1,217 @@
+//! `/openapi.json` checked by a real OpenAPI validator (openapi-spec-validator, installed by
+//! scripts/fetch-assets into `.assets/tools/venv`), every route of the interface present in it,
+//! real responses validated against its response schemas (with the validator's jsonschema), and
+//! the `/docs` and `/redoc` pages with their locally served scripts.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+fn python() -> PathBuf {
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".assets/tools/venv/bin/python");
+    assert!(
+        venv.exists(),
+        "the OpenAPI validator is missing: run scripts/fetch-assets"
+    );
+    venv
+}
+
+async fn fetch(path: &str) -> reqwest::Response {
+    reqwest::get(common::server().url(path))
+        .await
+        .expect("request")
+}
+
+#[tokio::test]
+async fn document_passes_the_openapi_validator_and_lists_every_route() {
+    let r = fetch("/openapi.json").await;
+    assert_eq!(r.status(), 200);
+    let doc: Value = r.json().await.expect("json");
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["info"]["version"], "2.1.0");
+
+    let file = common::temp_dir("openapi").join("openapi.json");
+    std::fs::write(&file, doc.to_string()).expect("write");
+    let out = Command::new(python())
+        .args(["-m", "openapi_spec_validator"])
+        .arg(&file)
+        .output()
+        .expect("run the validator");
+    assert!(
+        out.status.success(),
+        "openapi-spec-validator: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The interface's section 4, plus the routes it mentions elsewhere.
+    for (method, path) in [
+        ("post", "/analyze"),
+        ("post", "/pii/extract"),
+        ("post", "/pii/extract/stream"),
+        ("post", "/pii/deidentify"),
+        ("post", "/pii/deidentify/stream"),
+        ("post", "/jobs"),
+        ("get", "/jobs/{job_id}"),
+        ("post", "/privacy-gateway/complete"),
+        ("post", "/omop/load"),
+        ("post", "/cohort/resolve"),
+        ("post", "/fhir/smart-backend/ingestions"),
+        ("get", "/fhir/smart-backend/ingestions/{job_id}"),
+        ("get", "/fhir/smart-backend/ingestions/{job_id}/summary"),
+        ("get", "/models/loaded"),
+        ("post", "/models/unload"),
+        ("get", "/health"),
+        ("get", "/livez"),
+        ("get", "/readyz"),
+        ("post", "/v1/decisions"),
+        ("post", "/v1/decisions/batch"),
+        ("get", "/metrics"),
+        ("get", "/openapi.json"),
+        ("get", "/docs"),
+        ("get", "/redoc"),
+    ] {
+        let op = &doc["paths"][path][method];
+        assert!(op.is_object(), "{method} {path} missing");
+        assert!(op["responses"].is_object(), "{method} {path} responses");
+    }
+    // Errors are documented with examples, 422 as HTTPValidationError.
+    let e422 = &doc["components"]["responses"]["422"]["content"]["application/json"];
+    assert_eq!(
+        e422["schema"]["$ref"],
+        "#/components/schemas/HTTPValidationError"
+    );
+    assert_eq!(e422["example"]["detail"][0]["loc"], json!(["body", "text"]));
+    assert_eq!(
+        doc["paths"]["/pii/extract"]["post"]["security"][0]["apiKeyHeader"],
+        json!(["pii:read"])
+    );
+}
+
+/// Real responses, each checked against the schema the document gives for it.
+#[tokio::test]
+async fn real_responses_match_their_schemas() {
+    let server = common::server();
+    let note = "Pt John Smith (MRN 483920) seen 03/14/2024; call 617-555-0199.";
+    let mut samples: Vec<(String, Value)> = Vec::new();
+    for (path, body, schema) in [
+        ("/analyze", json!({ "text": note }), "AnalyzeResponse"),
+        (
+            "/pii/extract",
+            json!({ "text": note }),
+            "PIIExtractResponse",
+        ),
+        (
+            "/pii/deidentify",
+            json!({ "text": note, "keep_mapping": true }),
+            "PIIDeidentifyResponse",
+        ),
+        ("/pii/extract", json!({ "txt": 1 }), "HTTPValidationError"),
+        (
+            "/pii/extract",
+            json!({ "text": note, "model_name": "no/such-model" }),
+            "ErrorEnvelope",
+        ),
+        ("/jobs", json!({ "documents": [{ "text": note }] }), "Job"),
+    ] {
+        let (_, v) = server.post(path, &body).await;
+        samples.push((schema.into(), v));
+    }
+    for (path, schema) in [
+        ("/models/loaded", "ModelsLoaded"),
+        ("/health", "Health"),
+        ("/livez", "Livez"),
+        ("/readyz", "Readyz"),
+        ("/jobs/unknown", "ErrorEnvelope"),
+    ] {
+        samples.push((schema.into(), fetch(path).await.json().await.expect("json")));
+    }
+    for (path, body, schema) in [
+        (
+            "/pii/extract/stream",
+            json!({ "text": note }),
+            "ExtractStreamRecord",
+        ),
+        (
+            "/pii/deidentify/stream",
+            json!({ "text": note, "chunk_size": 8 }),
+            "DeidentifyStreamRecord",
+        ),
+    ] {
+        let text = reqwest::Client::new()
+            .post(server.url(path))
+            .json(&body)
+            .send()
+            .await
+            .expect("stream")
+            .text()
+            .await
+            .expect("body");
+        for line in text.lines() {
+            samples.push((schema.into(), serde_json::from_str(line).expect("ndjson")));
+        }
+    }
+    let doc: Value = fetch("/openapi.json").await.json().await.expect("json");
+    let dir = common::temp_dir("openapi-responses");
+    std::fs::write(dir.join("doc.json"), doc.to_string()).expect("write");
+    std::fs::write(dir.join("samples.json"), json!(samples).to_string()).expect("write");
+    let script = r##"
+import json, sys
+from jsonschema import Draft202012Validator
+doc = json.load(open(sys.argv[1]))
+bad = []
+for name, instance in json.load(open(sys.argv[2])):
+    schema = dict(doc, **{"$ref": "#/components/schemas/" + name})
+    for e in Draft202012Validator(schema).iter_errors(instance):
+        bad.append(f"{name}: {list(e.absolute_path)}: {e.message[:200]}")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+"##;
+    let out = Command::new(python())
+        .arg("-c")
+        .arg(script)
+        .arg(dir.join("doc.json"))
+        .arg(dir.join("samples.json"))
+        .output()
+        .expect("run jsonschema");
+    assert!(
+        out.status.success(),
+        "responses do not match the document:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn documentation_pages_load_their_scripts_locally() {
+    for (page, assets) in [
+        (
+            "/docs",
+            &[
+                "docs/assets/swagger-ui-bundle.js",
+                "docs/assets/swagger-ui.css",
+            ][..],
+        ),
+        ("/redoc", &["docs/assets/redoc.standalone.js"][..]),
+    ] {
+        let r = fetch(page).await;
+        assert_eq!(r.status(), 200);
+        let html = r.text().await.expect("html");
+        assert!(
+            !html.contains("://"),
+            "{page} must not load anything remote"
+        );
+        assert!(html.contains("openapi.json"));
+        for asset in assets {
+            assert!(html.contains(asset), "{page} references {asset}");
+            let r = fetch(&format!("/{asset}")).await;
+            assert_eq!(r.status(), 200, "{asset}");
+            assert!(r.bytes().await.expect("asset").len() > 1000, "{asset}");
+        }
+    }
+    assert_eq!(fetch("/docs/assets/../Cargo.toml").await.status(), 404);
+    assert_eq!(fetch("/docs/assets/other.js").await.status(), 404);
+}
