@@ -374,3 +374,53 @@ fn oversized_bodies_get_413() {
     assert!(reply.starts_with("HTTP/1.1 413"), "{reply}");
     assert!(reply.contains("payload_too_large"));
 }
+
+/// A request that runs past `SERVICE_REQUEST_TIMEOUT_SECONDS` is answered 504 `timeout`, and
+/// the service goes on serving.
+#[tokio::test]
+async fn slow_requests_get_504() {
+    let s = common::start(|s| s.request_timeout_seconds = 0.05);
+    let text = "Patient Jane Doe was seen at Mercy Hospital on 01/02/2020. ".repeat(400);
+    let (status, body) = s.post("/pii/extract", &json!({ "text": text })).await;
+    assert_eq!(status, 504, "{body}");
+    assert_eq!(body["error"]["code"], "timeout");
+    assert_eq!(body["error"]["details"]["timeout_seconds"], 0.05);
+    assert!(!body.to_string().contains("Jane"));
+    let (status, _) = s.get("/livez").await;
+    assert_eq!(status, 200);
+}
+
+/// `/metrics` is Prometheus text whose labels are route templates, methods and statuses,
+/// never paths or caller data.
+#[tokio::test]
+async fn metrics_count_by_route_template() {
+    let s = common::server();
+    s.post("/pii/extract", &json!({ "text": "Call 617-555-0199" }))
+        .await;
+    s.get("/jobs/4c0ffee-caller-supplied-id").await;
+    let r = reqwest::get(s.url("/metrics")).await.expect("metrics");
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain; version=0.0.4")
+    );
+    let text = r.text().await.expect("text");
+    for family in [
+        "phiflow_http_requests_total",
+        "phiflow_http_request_duration_seconds_bucket",
+        "phiflow_inference_batches_total",
+        "phiflow_inference_batch_size_bucket",
+        "phiflow_inference_batch_padding_ratio_bucket",
+        "phiflow_model_loads_total",
+        "phiflow_models_resident",
+        "phiflow_jobs_total",
+        "phiflow_build_info",
+    ] {
+        assert!(text.contains(family), "{family} missing");
+    }
+    assert!(text.contains(r#"route="/pii/extract",method="POST",status="200""#));
+    assert!(text.contains(r#"route="/jobs/{job_id}",method="GET",status="404""#));
+    assert!(!text.contains("caller-supplied") && !text.contains("617-555"));
+}
