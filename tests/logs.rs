@@ -12,6 +12,7 @@ use serde_json::json;
 
 const SECRETS: &[&str] = &[
     "Zebulon Quackenbush",
+    "Quackenbush",
     "483920117",
     "617-555-0199",
     "078-05-1120",

@@ -103,7 +103,8 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
                 AuthFailure::RateLimited { .. } => "rate_limited",
             };
             Metrics::global().auth_failures.inc(&[reason]);
-            tracing::warn!(route = %route, reason, "authentication refused");
+            // The template, never the raw path: an unmatched path is caller data.
+            tracing::warn!(route = %route_of(&req), reason, "authentication refused");
             ApiError::Auth(failure).into_response()
         }
     }
