@@ -191,6 +191,18 @@ pub fn schemas() -> Map<String, Value> {
         }
         props
     };
+    // /analyze and /pii/extract answer in the same shape.
+    let detection = json!({
+        "type": "object",
+        "required": ["model_name", "entities", "timestamp", "processing_time", "warnings",
+            "metadata"],
+        "properties": {
+            "model_name": string,
+            "entities": { "type": "array", "items": reference("Entity") },
+            "timestamp": { "type": "string", "format": "date-time" },
+            "processing_time": number, "warnings": warnings, "metadata": any_object,
+        },
+    });
     let list = [
         (
             "ValidationError",
@@ -248,34 +260,8 @@ pub fn schemas() -> Map<String, Value> {
                 "properties": entity_base(json!({ "text": string })),
             }),
         ),
-        (
-            "AnalyzeResponse",
-            json!({
-                "type": "object",
-                "required": ["model_name", "entities", "timestamp", "processing_time", "warnings",
-                    "metadata"],
-                "properties": {
-                    "model_name": string,
-                    "entities": { "type": "array", "items": reference("Entity") },
-                    "timestamp": { "type": "string", "format": "date-time" },
-                    "processing_time": number, "warnings": warnings, "metadata": any_object,
-                },
-            }),
-        ),
-        (
-            "PIIExtractResponse",
-            json!({
-                "type": "object",
-                "required": ["model_name", "entities", "timestamp", "processing_time", "warnings",
-                    "metadata"],
-                "properties": {
-                    "model_name": string,
-                    "entities": { "type": "array", "items": reference("Entity") },
-                    "timestamp": { "type": "string", "format": "date-time" },
-                    "processing_time": number, "warnings": warnings, "metadata": any_object,
-                },
-            }),
-        ),
+        ("AnalyzeResponse", detection.clone()),
+        ("PIIExtractResponse", detection),
         (
             "DeidentifiedEntity",
             json!({
