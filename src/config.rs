@@ -213,35 +213,43 @@ impl std::fmt::Debug for AuthSettings {
     }
 }
 
-/// HTTPS and mutual TLS. With a certificate and key the service serves HTTPS only.
+/// HTTPS and mutual TLS. With a certificate and key the service serves HTTPS only. Values are
+/// checked together by `tls` at start-up (an mTLS setting without a certificate is an error).
 #[derive(Args, Clone, Debug, Default)]
 pub struct TlsArgs {
     /// PEM certificate chain for HTTPS.
-    #[arg(long = "tls-cert", env = "SERVICE_TLS_CERT", requires = "key")]
-    pub cert: Option<PathBuf>,
+    #[arg(long = "tls-cert", env = "SERVICE_TLS_CERT")]
+    pub cert: Option<String>,
     /// PEM private key for HTTPS.
-    #[arg(long = "tls-key", env = "SERVICE_TLS_KEY", requires = "cert")]
-    pub key: Option<PathBuf>,
+    #[arg(long = "tls-key", env = "SERVICE_TLS_KEY")]
+    pub key: Option<String>,
     /// PEM bundle of the CAs whose client certificates are accepted (turns on mutual TLS).
-    #[arg(
-        long = "mtls-ca-bundle",
-        env = "SERVICE_MTLS_CA_BUNDLE",
-        requires = "cert"
-    )]
-    pub mtls_ca_bundle: Option<PathBuf>,
+    #[arg(long = "mtls-ca-bundle", env = "SERVICE_MTLS_CA_BUNDLE")]
+    pub mtls_ca_bundle: Option<String>,
     /// JSON list `[{"identities": [...], "principal": "...", "scopes": [...]}]` mapping a
     /// certificate's subject, common name or SAN to a principal; unmapped certificates
     /// authenticate as `mtls:<sha256 fingerprint>` with no scopes.
     #[arg(long = "mtls-principals", env = "SERVICE_MTLS_PRINCIPALS")]
     pub mtls_principals: Option<String>,
-    /// Refuse TLS clients without a certificate at the handshake (default: they may connect
-    /// and use a key or token instead).
-    #[arg(
-        long = "mtls-required",
-        env = "SERVICE_MTLS_REQUIRED",
-        default_value_t = false
-    )]
-    pub mtls_required: bool,
+    /// `true` refuses TLS clients without a certificate at the handshake (default: they may
+    /// connect and use a key or token instead).
+    #[arg(long = "mtls-required", env = "SERVICE_MTLS_REQUIRED")]
+    pub mtls_required: Option<String>,
+}
+
+impl TlsArgs {
+    /// The value of one TLS setting, by its environment name.
+    pub fn lookup(&self, name: &str) -> Option<String> {
+        let v = match name {
+            "SERVICE_TLS_CERT" => &self.cert,
+            "SERVICE_TLS_KEY" => &self.key,
+            "SERVICE_MTLS_CA_BUNDLE" => &self.mtls_ca_bundle,
+            "SERVICE_MTLS_PRINCIPALS" => &self.mtls_principals,
+            "SERVICE_MTLS_REQUIRED" => &self.mtls_required,
+            _ => return None,
+        };
+        v.clone()
+    }
 }
 
 impl Settings {

@@ -304,11 +304,7 @@ fn spawn_service(data_dir: &std::path::Path, port: u16) -> Proc {
         .spawn()
         .expect("phiflow serve");
     let base = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while common::reqwest::blocking_free_get(&format!("{base}/readyz")) != Some(200) {
-        assert!(Instant::now() < deadline, "service never became ready");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    common::wait_ready(&base);
     Proc(child)
 }
 

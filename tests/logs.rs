@@ -6,7 +6,7 @@ mod common;
 
 use std::io::Read;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -49,11 +49,7 @@ async fn logs_never_contain_caller_text_or_credentials() {
         .spawn()
         .expect("phiflow serve");
     let base = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while common::reqwest::blocking_free_get(&format!("{base}/readyz")) != Some(200) {
-        assert!(Instant::now() < deadline, "service never became ready");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    common::wait_ready(&base);
     let note = "Zebulon Quackenbush (MRN 483920117, SSN 078-05-1120) was admitted to Bellweather \
                 Memorial; call 617-555-0199 or write zebulon.q@example.org.";
     let client = reqwest::Client::new();

@@ -518,9 +518,9 @@ fn service_authorizes_by_client_certificate() -> TestResult {
         pki.ca_path.clone(),
     );
     let server = common::start_unready(move |s| {
-        s.tls.cert = Some(cert);
-        s.tls.key = Some(tls_key);
-        s.tls.mtls_ca_bundle = Some(ca);
+        s.tls.cert = Some(cert.display().to_string());
+        s.tls.key = Some(tls_key.display().to_string());
+        s.tls.mtls_ca_bundle = Some(ca.display().to_string());
         s.tls.mtls_principals = Some(
             r#"[{"identities":["svc-analytics"],"principal":"analytics","scopes":["models:read"]}]"#
                 .into(),

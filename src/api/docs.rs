@@ -15,13 +15,13 @@ use super::state::AppState;
 /// The document, generated once: it depends only on the route catalog and the schemas.
 pub async fn openapi_json() -> Response {
     static DOC: OnceLock<String> = OnceLock::new();
-    let doc = DOC.get_or_init(|| openapi::document().to_string());
+    let doc: &'static str = DOC.get_or_init(|| openapi::document().to_string());
     (
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         )],
-        doc.clone(),
+        doc,
     )
         .into_response()
 }

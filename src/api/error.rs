@@ -183,19 +183,16 @@ impl ApiError {
                 StatusCode::SERVICE_UNAVAILABLE,
                 json!({ "retry_after_seconds": retry_after_secs }),
             ),
-            Self::Auth(failure) => match failure {
-                AuthFailure::Missing | AuthFailure::Invalid => {
-                    (StatusCode::UNAUTHORIZED, Value::Null)
-                }
-                AuthFailure::Forbidden { required } => (
-                    StatusCode::FORBIDDEN,
-                    json!({ "required_scopes": required }),
-                ),
-                AuthFailure::RateLimited { retry_after_secs } => (
-                    StatusCode::TOO_MANY_REQUESTS,
-                    json!({ "retry_after_seconds": retry_after_secs }),
-                ),
-            },
+            Self::Auth(failure) => (
+                failure.status(),
+                match failure {
+                    AuthFailure::Missing | AuthFailure::Invalid => Value::Null,
+                    AuthFailure::Forbidden { required } => json!({ "required_scopes": required }),
+                    AuthFailure::RateLimited { retry_after_secs } => {
+                        json!({ "retry_after_seconds": retry_after_secs })
+                    }
+                },
+            ),
             Self::Timeout { seconds } => (
                 StatusCode::GATEWAY_TIMEOUT,
                 json!({ "timeout_seconds": seconds }),
@@ -214,8 +211,8 @@ impl ApiError {
         match self {
             Self::Busy {
                 retry_after_secs, ..
-            }
-            | Self::Auth(AuthFailure::RateLimited { retry_after_secs }) => Some(*retry_after_secs),
+            } => Some(*retry_after_secs),
+            Self::Auth(failure) => failure.retry_after_secs(),
             _ => None,
         }
     }

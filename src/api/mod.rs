@@ -141,24 +141,10 @@ fn open_jobs(
 
 /// The HTTPS server configuration, when a certificate is configured.
 fn tls_server(settings: &Settings) -> Result<Option<Arc<crate::tls::TlsServer>>, StartError> {
-    let t = &settings.tls;
-    let (Some(cert), Some(key)) = (&t.cert, &t.key) else {
-        if t.mtls_ca_bundle.is_some() || t.mtls_principals.is_some() || t.mtls_required {
-            return Err(StartError::Settings(
-                "mutual TLS needs SERVICE_TLS_CERT and SERVICE_TLS_KEY".into(),
-            ));
-        }
-        return Ok(None);
-    };
-    let server = crate::tls::TlsSettings {
-        cert_path: cert.clone(),
-        key_path: key.clone(),
-        client_ca_path: t.mtls_ca_bundle.clone(),
-        principals_json: t.mtls_principals.clone(),
-        client_cert_required: t.mtls_required,
+    match crate::tls::TlsSettings::from_lookup(|name| settings.tls.lookup(name))? {
+        Some(tls) => Ok(Some(Arc::new(tls.build()?))),
+        None => Ok(None),
     }
-    .build()?;
-    Ok(Some(Arc::new(server)))
 }
 
 fn build(settings: Settings, with_jobs: bool) -> Result<AppState, StartError> {

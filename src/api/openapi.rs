@@ -109,31 +109,25 @@ fn operation(route: &Route, schemas: &mut Map<String, Value>) -> Value {
         );
     }
     op["responses"] = Value::Object(responses);
-    op["security"] = if exempt {
-        json!([])
-    } else {
-        let scopes: Vec<&str> = crate::auth::builtin_route_scopes()
-            .iter()
-            .filter(|(m, p, _)| *m == route.method.as_str() && *p == route.path)
-            .map(|(_, _, s)| *s)
-            .collect();
-        json!([
-            { "apiKeyHeader": scopes },
-            { "apiKeyAuthorization": scopes },
-            { "bearerJwt": scopes },
-            { "mutualTls": scopes },
-        ])
-    };
-    if !scopes_documented(&op) && !exempt {
+    if exempt {
+        op["security"] = json!([]);
+        return op;
+    }
+    let scopes: Vec<&str> = crate::auth::builtin_route_scopes()
+        .iter()
+        .filter(|(m, p, _)| *m == route.method.as_str() && *p == route.path)
+        .map(|(_, _, s)| *s)
+        .collect();
+    if scopes.is_empty() {
         op["description"] = json!("Needs any valid credential (deny-by-default) and no scope.");
     }
+    op["security"] = json!([
+        { "apiKeyHeader": scopes },
+        { "apiKeyAuthorization": scopes },
+        { "bearerJwt": scopes },
+        { "mutualTls": scopes },
+    ]);
     op
-}
-
-fn scopes_documented(op: &Value) -> bool {
-    op["security"][0]["apiKeyHeader"]
-        .as_array()
-        .is_some_and(|s| !s.is_empty())
 }
 
 fn path_params(path: &str) -> impl Iterator<Item = &str> {

@@ -153,11 +153,6 @@ impl TlsServer {
 }
 
 impl TlsSettings {
-    /// Reads the settings from the process environment; see [`Self::from_lookup`].
-    pub fn from_env() -> Result<Option<Self>, TlsConfigError> {
-        Self::from_lookup(|name| std::env::var(name).ok())
-    }
-
     /// Reads the settings through `lookup` (environment-variable name → value).
     ///
     /// Returns `Ok(None)` when neither certificate nor key is set (plain HTTP). Any mTLS

@@ -16,12 +16,17 @@ pub struct Server {
 /// Starts a server with `configure` applied to the default settings; waits until `/readyz` is 200.
 pub fn start(configure: impl FnOnce(&mut Settings)) -> Server {
     let s = start_unready(configure);
+    wait_ready(&s.base);
+    s
+}
+
+/// Blocks until `{base}/readyz` answers 200 (at most two minutes).
+pub fn wait_ready(base: &str) {
     let deadline = Instant::now() + Duration::from_secs(120);
-    while reqwest::blocking_free_get(&s.url("/readyz")) != Some(200) {
+    while reqwest::blocking_free_get(&format!("{base}/readyz")) != Some(200) {
         assert!(Instant::now() < deadline, "server never became ready");
         std::thread::sleep(Duration::from_millis(100));
     }
-    s
 }
 
 /// Starts a server without waiting for readiness.
