@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod cohort;
 pub mod config;
 pub mod datafiles;
 pub mod deid;
@@ -11,6 +12,7 @@ pub mod eval;
 pub mod inference;
 pub mod jobs;
 pub mod metrics;
+pub mod omop;
 pub mod pipeline;
 pub mod stages;
 pub mod streaming;

@@ -1,0 +1,213 @@
+//! A load on disk: `<root>/<load_id>/<table>.parquet` for every table plus `manifest.json`,
+//! written into a temporary folder and renamed into place, so a reader never sees half a load.
+//! The load id is derived from the records and the vocabulary version: loading the same
+//! records twice yields the same id and the same dataset.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_select::concat::concat_batches;
+use parquet::arrow::ArrowWriter;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+use serde::{Deserialize, Serialize};
+
+use super::values::sha256_hex;
+
+pub const MANIFEST_SCHEMA: &str = "phiflow.omop.load.v1";
+
+/// What is recorded with a load.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    pub schema_version: String,
+    pub load_id: String,
+    pub cdm_version: String,
+    pub vocabulary_version: Option<String>,
+    pub created_at: String,
+    pub row_counts: BTreeMap<String, usize>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DatasetError {
+    #[error("load not found")]
+    NotFound,
+    #[error("load id is malformed")]
+    BadId,
+    #[error("table is not part of the load")]
+    NoTable,
+    #[error("dataset io: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("parquet: {0}")]
+    Parquet(#[from] parquet::errors::ParquetError),
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+    #[error("manifest: {0}")]
+    Manifest(#[from] serde_json::Error),
+}
+
+/// `omop-` and 24 hex digits of SHA-256 over the vocabulary version and the records.
+pub fn load_id(records_jsonl: &str, vocabulary_version: Option<&str>) -> String {
+    let mut input = String::with_capacity(records_jsonl.len() + 64);
+    input.push_str(vocabulary_version.unwrap_or(""));
+    input.push('\u{1f}');
+    input.push_str(records_jsonl);
+    format!("omop-{}", &sha256_hex(&input)[..24])
+}
+
+/// Whether a string has the shape of a load id (checked before it touches a path).
+pub fn is_load_id(s: &str) -> bool {
+    s.len() == 29
+        && s.starts_with("omop-")
+        && s[5..]
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+fn dir(root: &Path, load_id: &str) -> Result<PathBuf, DatasetError> {
+    if !is_load_id(load_id) {
+        return Err(DatasetError::BadId);
+    }
+    Ok(root.join(load_id))
+}
+
+/// Writes a load; an existing dataset with the same id is the same data and is kept.
+pub fn write(
+    root: &Path,
+    manifest: &Manifest,
+    tables: &[(&'static str, RecordBatch)],
+) -> Result<PathBuf, DatasetError> {
+    let target = dir(root, &manifest.load_id)?;
+    if target.join("manifest.json").is_file() {
+        return Ok(target);
+    }
+    fs::create_dir_all(root)?;
+    let tmp = root.join(format!(
+        ".tmp-{}-{}",
+        manifest.load_id,
+        uuid::Uuid::new_v4()
+    ));
+    fs::create_dir_all(&tmp)?;
+    let result = write_into(&tmp, manifest, tables).and_then(|()| {
+        match fs::rename(&tmp, &target) {
+            Ok(()) => Ok(()),
+            // A concurrent identical load won the race; its data is the same.
+            Err(_) if target.join("manifest.json").is_file() => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    });
+    if tmp.exists() {
+        let _ = fs::remove_dir_all(&tmp);
+    }
+    result.map(|()| target)
+}
+
+fn write_into(
+    dir: &Path,
+    manifest: &Manifest,
+    tables: &[(&'static str, RecordBatch)],
+) -> Result<(), DatasetError> {
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_row_count(Some(128 * 1024))
+        .build();
+    for (name, batch) in tables {
+        let file = File::create(dir.join(format!("{name}.parquet")))?;
+        let mut w =
+            ArrowWriter::try_new(BufWriter::new(file), batch.schema(), Some(props.clone()))?;
+        w.write(batch)?;
+        w.close()?;
+    }
+    let m = serde_json::to_vec_pretty(manifest)?;
+    fs::write(dir.join("manifest.json"), m)?;
+    Ok(())
+}
+
+/// The manifest of a stored load.
+pub fn manifest(root: &Path, load_id: &str) -> Result<Manifest, DatasetError> {
+    let path = dir(root, load_id)?.join("manifest.json");
+    match fs::read(&path) {
+        Ok(bytes) => Ok(serde_json::from_slice(&bytes)?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(DatasetError::NotFound),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Reads one table of a load, only the named columns (all when `columns` is empty).
+pub fn read(
+    root: &Path,
+    load_id: &str,
+    table: &str,
+    columns: &[&str],
+) -> Result<RecordBatch, DatasetError> {
+    let path = dir(root, load_id)?.join(format!("{table}.parquet"));
+    let file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(if dir(root, load_id)?.is_dir() {
+                DatasetError::NoTable
+            } else {
+                DatasetError::NotFound
+            });
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut builder = ParquetRecordBatchReaderBuilder::try_new(file)?.with_batch_size(64 * 1024);
+    if !columns.is_empty() {
+        let mask = ProjectionMask::columns(builder.parquet_schema(), columns.iter().copied());
+        builder = builder.with_projection(mask);
+    }
+    let reader = builder.build()?;
+    let schema = reader.schema();
+    let batches = reader.collect::<Result<Vec<_>, _>>()?;
+    Ok(concat_batches(&schema, &batches)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::omop::build::build;
+
+    #[test]
+    fn load_ids_are_deterministic_and_checked() {
+        let a = load_id("x", None);
+        assert!(is_load_id(&a));
+        assert_eq!(a, load_id("x", None));
+        assert_ne!(a, load_id("x", Some("v5")));
+        assert!(!is_load_id("../etc"));
+        assert!(!is_load_id("omop-ABCDEF0123456789abcdef01"));
+    }
+
+    #[test]
+    fn a_load_round_trips_through_parquet() {
+        let records = r#"{"note_id":"n1","person_id":"p1","note_text":"Pneumonia.","note_date":"2024-01-02","entities":[{"start":0,"end":9,"domain":"condition","concept_id":255848,"vocabulary_id":"SNOMED"}]}"#;
+        let built = build(records).unwrap();
+        let root = std::env::temp_dir().join(format!("phiflow-omop-{}", uuid::Uuid::new_v4()));
+        let m = Manifest {
+            schema_version: MANIFEST_SCHEMA.into(),
+            load_id: load_id(records, None),
+            cdm_version: "5.4".into(),
+            vocabulary_version: None,
+            created_at: "2026-01-01T00:00:00Z".into(),
+            row_counts: BTreeMap::new(),
+        };
+        let path = write(&root, &m, &built.tables).unwrap();
+        assert!(path.join("condition_occurrence.parquet").is_file());
+        assert_eq!(manifest(&root, &m.load_id).unwrap(), m);
+        let nlp = read(&root, &m.load_id, "note_nlp", &["note_nlp_id", "offset"]).unwrap();
+        assert_eq!((nlp.num_rows(), nlp.num_columns()), (1, 2));
+        let full = read(&root, &m.load_id, "note", &[]).unwrap();
+        assert_eq!(full.schema(), crate::omop::cdm::NOTE.schema());
+        assert!(matches!(
+            read(&root, "omop-000000000000000000000000", "note", &[]),
+            Err(DatasetError::NotFound)
+        ));
+        // Writing the same load again keeps the first dataset.
+        write(&root, &m, &built.tables).unwrap();
+        fs::remove_dir_all(&root).unwrap();
+    }
+}
