@@ -6,7 +6,7 @@ use axum::routing::{MethodRouter, delete, get, post};
 
 use super::state::AppState;
 use super::validate::Schema;
-use super::{deidentify, detect, docs, jobs, ops, pending, schemas, stream};
+use super::{deidentify, detect, docs, jobs, omop, ops, pending, schemas, stream};
 
 /// What a success response carries.
 #[derive(Clone, Copy, Debug)]
@@ -43,6 +43,8 @@ pub struct Route {
 
 const MODEL: &[u16] = &[404, 413, 415, 422, 503, 504];
 const PENDING: &[u16] = &[413, 415, 422, 501];
+const OMOP: &[u16] = &[413, 415, 422, 504];
+const COHORT: &[u16] = &[404, 413, 415, 422, 504];
 
 #[allow(clippy::too_many_arguments)]
 const fn route(
@@ -110,9 +112,9 @@ pub fn routes() -> Vec<Route> {
             "privacy_gateway_complete", "gateway",
             "Redact a prompt, send it to the configured LLM, restore placeholders",
             Some(&schemas::PRIVACY_GATEWAY), 200, Json("OpenObject"), PENDING),
-        route(Method::POST, "/omop/load", || post(pending::omop_load), "omop_load", "omop",
+        route(Method::POST, "/omop/load", || post(omop::load), "omop_load", "omop",
             "Load grounded notes and OMOP CDM rows into Arrow and Parquet",
-            Some(&schemas::OMOP_LOAD), 200, Json("OpenObject"), PENDING),
+            Some(&schemas::OMOP_LOAD), 200, Json("OmopLoadReport"), OMOP),
         route(Method::POST, "/cohort/resolve", || post(pending::cohort_resolve), "cohort_resolve",
             "omop", "Resolve a phenotype over loaded records",
             Some(&schemas::COHORT_RESOLVE), 200, Json("OpenObject"), PENDING),

@@ -9,6 +9,7 @@ mod docs;
 mod error;
 mod jobs;
 mod middleware;
+mod omop;
 pub mod openapi;
 mod openapi_components;
 mod ops;

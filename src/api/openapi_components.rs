@@ -454,6 +454,46 @@ pub fn schemas() -> Map<String, Value> {
             }),
         ),
         (
+            "OmopLoadReport",
+            json!({
+                "type": "object",
+                "required": ["schema_version", "load_id", "cdm_version", "records", "row_counts",
+                    "rejection_counts", "rejections", "rejections_truncated", "source_note_hashes"],
+                "properties": {
+                    "schema_version": string, "load_id": string, "cdm_version": string,
+                    "vocabulary_version": { "type": ["string", "null"] },
+                    "records": int,
+                    "row_counts": { "type": "object", "additionalProperties": int },
+                    "rejection_counts": { "type": "object", "additionalProperties": int },
+                    "rejections": { "type": "array", "items": {
+                        "type": "object", "required": ["reason", "line"],
+                        "properties": {
+                            "reason": string, "line": int, "table": string, "field": string,
+                            "entity": int, "start": int, "end": int, "domain": string,
+                            "source_note_hash": string,
+                        },
+                    } },
+                    "rejections_truncated": { "type": "boolean" },
+                    "source_note_hashes": { "type": "array", "items": string },
+                    "constraint_violations": {
+                        "type": "object", "required": ["count", "by_reason", "violations", "truncated"],
+                        "properties": {
+                            "count": int,
+                            "by_reason": { "type": "object", "additionalProperties": int },
+                            "violations": { "type": "array", "items": {
+                                "type": "object", "required": ["reason", "table", "column", "row_id"],
+                                "properties": {
+                                    "reason": string, "table": string, "column": string,
+                                    "row_id": { "type": ["integer", "null"] },
+                                },
+                            } },
+                            "truncated": { "type": "boolean" },
+                        },
+                    },
+                },
+            }),
+        ),
+        (
             "OpenObject",
             json!({ "type": "object", "description": "A JSON object (open content)" }),
         ),
@@ -485,8 +525,14 @@ pub fn request_example(schema: &str) -> Option<Value> {
         }),
         "PrivacyGatewayRequest" => json!({ "text": note, "confidence_threshold": 0.5 }),
         "OmopLoadRequest" => json!({
-            "records_jsonl": "{\"table\":\"person\",\"person_id\":1,\"gender_concept_id\":8507,\"year_of_birth\":1960,\"race_concept_id\":0,\"ethnicity_concept_id\":0}\n",
+            "records_jsonl": concat!(
+                "{\"table\":\"person\",\"person_id\":1,\"gender_concept_id\":8507,\"year_of_birth\":1960,\"race_concept_id\":0,\"ethnicity_concept_id\":0}\n",
+                "{\"note_id\":\"n-1\",\"person_id\":1,\"note_date\":\"2024-03-01\",\"note_text\":\"No fever. Pneumonia.\",\"entities\":[",
+                "{\"start\":3,\"end\":8,\"domain\":\"symptom\",\"concept_id\":437663,\"vocabulary_id\":\"SNOMED\",\"negation\":\"negated\"},",
+                "{\"start\":10,\"end\":19,\"domain\":\"condition\",\"concept_id\":255848,\"vocabulary_id\":\"SNOMED\"}]}\n",
+            ),
             "validate_constraints": true,
+            "vocabulary_version": "v5.0 31-AUG-24",
         }),
         "CohortResolveRequest" => json!({
             "phenotype": { "schema": "cohort.phenotype.v1", "concept_sets": [], "expression": {} },

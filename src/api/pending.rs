@@ -36,7 +36,6 @@ pending_post!(
     "POST /privacy-gateway/complete",
     7
 );
-pending_post!(omop_load, schemas::OMOP_LOAD, "POST /omop/load", 6);
 pending_post!(
     cohort_resolve,
     schemas::COHORT_RESOLVE,
