@@ -6,7 +6,7 @@ use axum::routing::{MethodRouter, delete, get, post};
 
 use super::state::AppState;
 use super::validate::Schema;
-use super::{deidentify, detect, docs, jobs, omop, ops, pending, schemas, stream};
+use super::{cohort, deidentify, detect, docs, jobs, omop, ops, pending, schemas, stream};
 
 /// What a success response carries.
 #[derive(Clone, Copy, Debug)]
@@ -115,9 +115,9 @@ pub fn routes() -> Vec<Route> {
         route(Method::POST, "/omop/load", || post(omop::load), "omop_load", "omop",
             "Load grounded notes and OMOP CDM rows into Arrow and Parquet",
             Some(&schemas::OMOP_LOAD), 200, Json("OmopLoadReport"), OMOP),
-        route(Method::POST, "/cohort/resolve", || post(pending::cohort_resolve), "cohort_resolve",
-            "omop", "Resolve a phenotype over loaded records",
-            Some(&schemas::COHORT_RESOLVE), 200, Json("OpenObject"), PENDING),
+        route(Method::POST, "/cohort/resolve", || post(cohort::resolve), "cohort_resolve",
+            "omop", "Resolve a phenotype or a Circe cohort over inline records or a stored load",
+            Some(&schemas::COHORT_RESOLVE), 200, Json("CohortResult"), COHORT),
         route(Method::POST, "/fhir/smart-backend/ingestions", || post(pending::smart_ingestion),
             "create_smart_ingestion", "fhir",
             "Start a FHIR Bulk Data export with SMART backend services and de-identify it",

@@ -3,6 +3,7 @@
 
 mod body;
 pub mod catalog;
+mod cohort;
 mod deidentify;
 mod detect;
 mod docs;

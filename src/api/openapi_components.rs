@@ -494,6 +494,56 @@ pub fn schemas() -> Map<String, Value> {
             }),
         ),
         (
+            "CohortResult",
+            json!({
+                "type": "object",
+                "description": "Patients by the caller's own ids (integers as given; string ids as given). \
+                    A phenotype answer has `evidence`; a Circe answer has `periods`, `index_events` \
+                    and `inclusion_rules`. Never any text.",
+                "required": ["schema_version", "advisory", "count", "patient_ids", "provenance"],
+                "properties": {
+                    "schema_version": string, "advisory": string, "count": int,
+                    "patient_ids": { "type": "array", "items": { "type": ["integer", "string"] } },
+                    "evidence": { "type": "array", "items": {
+                        "type": "object", "required": ["patient_id", "matches"],
+                        "properties": {
+                            "patient_id": { "type": ["integer", "string"] },
+                            "matches": { "type": "array", "items": {
+                                "type": "object",
+                                "required": ["criterion_id", "concept_set_id", "concept_id", "domain_table", "event_id"],
+                                "properties": {
+                                    "criterion_id": string, "concept_set_id": string, "concept_id": int,
+                                    "vocabulary": { "type": ["string", "null"] },
+                                    "domain_table": string, "event_id": int,
+                                    "note_id": { "type": ["integer", "string", "null"] },
+                                    "note_nlp_id": { "type": ["integer", "null"] },
+                                    "source_note_hash": { "type": ["string", "null"] },
+                                    "start": { "type": ["integer", "null"] },
+                                    "end": { "type": ["integer", "null"] },
+                                },
+                            } },
+                        },
+                    } },
+                    "periods": { "type": "array", "items": any_object },
+                    "index_events": { "type": "array", "items": any_object },
+                    "inclusion_rules": { "type": "array", "items": any_object },
+                    "provenance": {
+                        "type": "object",
+                        "required": ["schema_version", "definition_sha256", "hierarchy_sha256", "concept_sets"],
+                        "properties": {
+                            "schema_version": string, "definition": any_object,
+                            "definition_sha256": string, "hierarchy_sha256": string,
+                            "load_id": { "type": ["string", "null"] },
+                            "vocabulary_version": { "type": ["string", "null"] },
+                            "records": any_object,
+                            "matched_patient_count": int, "evidence_pointer_count": int,
+                            "concept_sets": { "type": "array", "items": any_object },
+                        },
+                    },
+                },
+            }),
+        ),
+        (
             "OpenObject",
             json!({ "type": "object", "description": "A JSON object (open content)" }),
         ),
@@ -535,8 +585,19 @@ pub fn request_example(schema: &str) -> Option<Value> {
             "vocabulary_version": "v5.0 31-AUG-24",
         }),
         "CohortResolveRequest" => json!({
-            "phenotype": { "schema": "cohort.phenotype.v1", "concept_sets": [], "expression": {} },
-            "records_jsonl": "{\"table\":\"person\",\"person_id\":1}\n",
+            "phenotype": {
+                "schema_version": "cohort.phenotype.v1", "id": "pneumonia", "name": "Pneumonia",
+                "concept_sets": [{ "id": "pna", "vocabulary": "SNOMED", "concept_ids": [255848],
+                    "include_descendants": true }],
+                "expression": { "operator": "criterion",
+                    "criterion": { "id": "pna_dx", "concept_set": "pna" } },
+            },
+            "records_jsonl": concat!(
+                "{\"note_id\":\"n-1\",\"person_id\":\"p-1\",\"note_date\":\"2024-03-01\",",
+                "\"note_text\":\"Pneumonia.\",\"entities\":[{\"start\":0,\"end\":9,",
+                "\"domain\":\"condition\",\"concept_id\":4306037,\"vocabulary_id\":\"SNOMED\"}]}\n",
+            ),
+            "concept_ancestors": [{ "ancestor_concept_id": 255848, "descendant_concept_id": 4306037 }],
         }),
         "SMARTBackendIngestionRequest" => json!({
             "fhir_base_url": "https://fhir.hospital.example/r4",

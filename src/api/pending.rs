@@ -37,12 +37,6 @@ pending_post!(
     7
 );
 pending_post!(
-    cohort_resolve,
-    schemas::COHORT_RESOLVE,
-    "POST /cohort/resolve",
-    6
-);
-pending_post!(
     smart_ingestion,
     schemas::SMART_INGESTION,
     "POST /fhir/smart-backend/ingestions",

@@ -254,8 +254,12 @@ static CONCEPT_ANCESTOR: Schema = Schema {
 pub static COHORT_RESOLVE: Schema = Schema {
     name: "CohortResolveRequest",
     fields: &[
-        Field::req("phenotype", Ty::AnyObject),
-        Field::req("records_jsonl", Ty::Str),
+        // Exactly one of `phenotype` and `circe`, and of `records_jsonl` and `load_id`
+        // (checked by the handler, which names the field).
+        Field::opt("phenotype", Ty::AnyObject),
+        Field::opt("circe", Ty::AnyObject),
+        Field::opt("records_jsonl", Ty::Str),
+        Field::opt("load_id", Ty::Str),
         Field::opt(
             "concept_ancestors",
             Ty::Array(&Ty::Object(&CONCEPT_ANCESTOR)),

@@ -41,11 +41,6 @@ pub fn days(d: NaiveDate) -> i32 {
     (d - EPOCH).num_days() as i32
 }
 
-/// The date of a day number.
-pub fn date_of(days: i32) -> NaiveDate {
-    EPOCH + chrono::Duration::days(i64::from(days))
-}
-
 /// `YYYY-MM-DD`, or the date part of an ISO date-time.
 pub fn parse_date(s: &str) -> Option<NaiveDate> {
     let head = s.get(..10)?;
@@ -112,7 +107,6 @@ mod tests {
         assert_eq!(parse_date("2024-03-01T10:00:00Z").map(days), Some(19783));
         assert_eq!(parse_date("2024-03-01x"), None);
         assert_eq!(parse_date("2024-13-01"), None);
-        assert_eq!(date_of(19783), NaiveDate::from_ymd_opt(2024, 3, 1).unwrap());
         assert_eq!(
             parse_timestamp_micros("1970-01-01T00:00:01Z"),
             Some(1_000_000)

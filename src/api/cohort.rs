@@ -1,0 +1,335 @@
+//! POST /cohort/resolve: a phenotype (or a Circe cohort expression) over inline records or a
+//! stored load, answered with the caller's own patient ids, evidence pointers and provenance.
+
+use std::collections::{HashMap, HashSet};
+
+use axum::Json;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::body::read_json_limited;
+use super::error::ApiError;
+use super::omop::{build_error, dataset_error};
+use super::schemas;
+use super::state::AppState;
+use super::validate::Violation;
+use crate::cohort::circe::{self, CirceCohort};
+use crate::cohort::{self, Hierarchy, PathSeg, Phenotype, ResolveError};
+use crate::omop::{self, Source, cdm, dataset};
+
+pub const RESULT_SCHEMA: &str = "phiflow.cohort.result.v1";
+pub const CIRCE_RESULT_SCHEMA: &str = "phiflow.cohort.circe_result.v1";
+pub const PROVENANCE_SCHEMA: &str = "phiflow.cohort.provenance.v1";
+const ADVISORY: &str = "Matches are analytical candidates derived from coded and NLP-extracted \
+    records; review them before any clinical or research use.";
+
+/// The definition to resolve.
+enum Definition {
+    Phenotype(Box<Phenotype>),
+    Circe(Box<CirceCohort>),
+}
+
+/// Where the records come from.
+enum Records {
+    Inline(String),
+    Stored(String),
+}
+
+pub async fn resolve(State(state): State<AppState>, req: Request) -> Result<Response, ApiError> {
+    let s = &state.settings;
+    let body =
+        read_json_limited(req, &schemas::COHORT_RESOLVE, s.max_stream_body_bytes, None).await?;
+    let mut violations = Vec::new();
+    exactly_one(&body, "phenotype", "circe", &mut violations);
+    exactly_one(&body, "records_jsonl", "load_id", &mut violations);
+    if !violations.is_empty() {
+        return Err(ApiError::Validation(violations));
+    }
+    let (definition, raw) = match body.get("phenotype").filter(|v| !v.is_null()) {
+        Some(p) => (
+            Definition::Phenotype(Box::new(cohort::parse_phenotype(p).map_err(|errs| {
+                path_violations(
+                    "phenotype",
+                    errs.into_iter().map(|e| (e.path, e.kind, e.msg)),
+                )
+            })?)),
+            p.clone(),
+        ),
+        None => {
+            let c = body.get("circe").cloned().unwrap_or_default();
+            let parsed = circe::parse(&c).map_err(|errs| {
+                path_violations(
+                    "circe",
+                    errs.into_iter().map(|e| {
+                        let path = e
+                            .path
+                            .into_iter()
+                            .map(|p| match p {
+                                circe::PathSeg::Key(k) => PathSeg::Key(k),
+                                circe::PathSeg::Index(i) => PathSeg::Index(i),
+                            })
+                            .collect();
+                        (path, e.kind, e.msg)
+                    }),
+                )
+            })?;
+            (Definition::Circe(Box::new(parsed)), c)
+        }
+    };
+    let edges: Vec<(i64, i64)> = body
+        .get("concept_ancestors")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| {
+                    Some((
+                        e.get("ancestor_concept_id")?.as_i64()?,
+                        e.get("descendant_concept_id")?.as_i64()?,
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let records = match body.get("load_id").and_then(Value::as_str) {
+        Some(id) => Records::Stored(id.to_owned()),
+        None => Records::Inline(
+            body.get("records_jsonl")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        ),
+    };
+    let root = omop::root(&s.data_dir);
+    let answer = tokio::task::spawn_blocking(move || {
+        run(&root, &definition, &raw, &Hierarchy::new(&edges), &records)
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("cohort task failed: {e}")))??;
+    Ok(Json(answer).into_response())
+}
+
+/// Exactly one of two alternative fields.
+fn exactly_one(body: &Value, a: &str, b: &str, out: &mut Vec<Violation>) {
+    let given = |k: &str| body.get(k).is_some_and(|v| !v.is_null());
+    let msg = format!("Exactly one of `{a}` and `{b}` must be given");
+    match (given(a), given(b)) {
+        (true, false) | (false, true) => {}
+        (true, true) => out.push(Violation::new(
+            &[json!("body"), json!(b)],
+            "value_error",
+            msg,
+            Some(json!({ "fields": [a, b] })),
+        )),
+        (false, false) => out.push(Violation::new(
+            &[json!("body"), json!(a)],
+            "missing",
+            msg,
+            Some(json!({ "fields": [a, b] })),
+        )),
+    }
+}
+
+/// Definition errors as 422 entries located under `body.<field>`.
+fn path_violations(
+    field: &str,
+    errs: impl Iterator<Item = (Vec<PathSeg>, &'static str, String)>,
+) -> ApiError {
+    ApiError::Validation(
+        errs.map(|(path, kind, msg)| {
+            let mut loc = vec![json!("body"), json!(field)];
+            loc.extend(path.into_iter().map(|p| match p {
+                PathSeg::Key(k) => json!(k),
+                PathSeg::Index(i) => json!(i),
+            }));
+            Violation::new(&loc, kind, msg, None)
+        })
+        .collect(),
+    )
+}
+
+fn run(
+    root: &std::path::Path,
+    definition: &Definition,
+    raw: &Value,
+    hierarchy: &Hierarchy,
+    records: &Records,
+) -> Result<Value, ApiError> {
+    match records {
+        Records::Inline(text) => {
+            let built = omop::build::build(text).map_err(build_error)?;
+            let src = Source::Memory(&built.tables);
+            let mut answer = evaluate(&src, definition, raw, hierarchy)?;
+            answer["provenance"]["load_id"] = Value::Null;
+            answer["provenance"]["records"] = json!({
+                "records": built.records,
+                "rejection_counts": built.rejection_counts,
+            });
+            Ok(answer)
+        }
+        Records::Stored(load_id) => {
+            let manifest = dataset::manifest(root, load_id).map_err(dataset_error)?;
+            let src = Source::Stored { root, load_id };
+            let mut answer = evaluate(&src, definition, raw, hierarchy)?;
+            answer["provenance"]["load_id"] = json!(load_id);
+            answer["provenance"]["vocabulary_version"] = json!(manifest.vocabulary_version);
+            Ok(answer)
+        }
+    }
+}
+
+fn evaluate(
+    src: &Source<'_>,
+    definition: &Definition,
+    raw: &Value,
+    hierarchy: &Hierarchy,
+) -> Result<Value, ApiError> {
+    let data = omop::cohort_data(src).map_err(dataset_error)?;
+    match definition {
+        Definition::Circe(c) => circe_answer(src, c, raw, hierarchy, &data),
+        Definition::Phenotype(p) => {
+            let r = cohort::resolve(p, hierarchy, &data).map_err(resolve_error)?;
+            let persons: HashSet<i64> = r.patients.iter().copied().collect();
+            let notes: HashSet<i64> = r
+                .evidence
+                .iter()
+                .flat_map(|e| e.matches.iter().filter_map(|m| m.note_id))
+                .collect();
+            let person_ids = ids(src, &cdm::PERSON, "person", &persons)?;
+            let note_ids = ids(src, &cdm::NOTE, "note", &notes)?;
+            let caller =
+                |m: &HashMap<i64, Value>, id: i64| m.get(&id).cloned().unwrap_or(json!(id));
+            let evidence: Vec<Value> = r
+                .evidence
+                .iter()
+                .map(|e| {
+                    let matches: Vec<Value> = e
+                        .matches
+                        .iter()
+                        .map(|m| {
+                            json!({
+                                "criterion_id": m.criterion_id,
+                                "concept_set_id": m.concept_set_id,
+                                "concept_id": m.concept_id,
+                                "vocabulary": m.vocabulary,
+                                "domain_table": m.domain_table,
+                                "event_id": m.event_id,
+                                "note_id": m.note_id.map(|n| caller(&note_ids, n)),
+                                "note_nlp_id": m.note_nlp_id,
+                                "source_note_hash": m.source_note_hash,
+                                "start": m.start,
+                                "end": m.end,
+                            })
+                        })
+                        .collect();
+                    json!({ "patient_id": caller(&person_ids, e.person_id), "matches": matches })
+                })
+                .collect();
+            Ok(json!({
+                "schema_version": RESULT_SCHEMA,
+                "advisory": ADVISORY,
+                "count": r.patients.len(),
+                "patient_ids": r.patients.iter().map(|p| caller(&person_ids, *p)).collect::<Vec<_>>(),
+                "evidence": evidence,
+                "provenance": {
+                    "schema_version": PROVENANCE_SCHEMA,
+                    "definition": { "kind": "phenotype", "id": p.id(), "schema_version": cohort::SCHEMA_VERSION },
+                    "definition_sha256": cohort::definition_sha256(raw),
+                    "hierarchy_sha256": hierarchy.sha256(),
+                    "matched_patient_count": r.matched_patient_count,
+                    "evidence_pointer_count": r.evidence_pointer_count,
+                    "concept_sets": r.concept_sets,
+                },
+            }))
+        }
+    }
+}
+
+/// A Circe cohort: periods and index events by the caller's ids, and ATLAS-style rule counts.
+fn circe_answer(
+    src: &Source<'_>,
+    c: &CirceCohort,
+    raw: &Value,
+    hierarchy: &Hierarchy,
+    data: &crate::cohort::events::CohortData,
+) -> Result<Value, ApiError> {
+    if c.uses_descendants() && hierarchy.is_empty() {
+        return Err(resolve_error(ResolveError::HierarchyRequired {
+            concept_set_index: 0,
+        }));
+    }
+    let r = circe::resolve(c, &|roots| hierarchy.descendants_with_self(roots), data);
+    let mut patients: Vec<i64> = r.periods.iter().map(|p| p.person_id).collect();
+    patients.dedup();
+    let persons: HashSet<i64> = patients.iter().copied().collect();
+    let notes: HashSet<i64> = r.index_events.iter().filter_map(|e| e.note_id).collect();
+    let person_ids = ids(src, &cdm::PERSON, "person", &persons)?;
+    let note_ids = ids(src, &cdm::NOTE, "note", &notes)?;
+    let caller = |m: &HashMap<i64, Value>, id: i64| m.get(&id).cloned().unwrap_or(json!(id));
+    let periods: Vec<Value> = r
+        .periods
+        .iter()
+        .map(|p| {
+            json!({
+                "patient_id": caller(&person_ids, p.person_id),
+                "start_date": p.start_date.to_string(),
+                "end_date": p.end_date.to_string(),
+            })
+        })
+        .collect();
+    let index_events: Vec<Value> = r
+        .index_events
+        .iter()
+        .map(|e| {
+            json!({
+                "patient_id": caller(&person_ids, e.person_id),
+                "domain_table": e.domain_table,
+                "event_id": e.event_id,
+                "concept_id": e.concept_id,
+                "start_date": e.start_date.to_string(),
+                "note_id": e.note_id.map(|n| caller(&note_ids, n)),
+                "note_nlp_id": e.note_nlp_id,
+                "source_note_hash": e.source_note_hash,
+                "start": e.start,
+                "end": e.end,
+            })
+        })
+        .collect();
+    Ok(json!({
+        "schema_version": CIRCE_RESULT_SCHEMA,
+        "advisory": ADVISORY,
+        "count": patients.len(),
+        "patient_ids": patients.iter().map(|p| caller(&person_ids, *p)).collect::<Vec<_>>(),
+        "periods": periods,
+        "index_events": index_events,
+        "inclusion_rules": r.inclusion_rules,
+        "provenance": {
+            "schema_version": PROVENANCE_SCHEMA,
+            "definition": { "kind": "circe" },
+            "definition_sha256": cohort::definition_sha256(raw),
+            "hierarchy_sha256": hierarchy.sha256(),
+            "concept_sets": r.concept_sets,
+        },
+    }))
+}
+
+fn ids(
+    src: &Source<'_>,
+    table: &'static cdm::Table,
+    kind: &str,
+    wanted: &HashSet<i64>,
+) -> Result<HashMap<i64, Value>, ApiError> {
+    omop::caller_ids(src, table, kind, wanted).map_err(dataset_error)
+}
+
+fn resolve_error(e: ResolveError) -> ApiError {
+    match e {
+        ResolveError::HierarchyRequired { concept_set_index } => ApiError::validation_one(
+            &[json!("body"), json!("concept_ancestors")],
+            "hierarchy_required",
+            "A concept set includes descendants, so concept_ancestors must supply the hierarchy",
+            Some(json!({ "concept_set_index": concept_set_index })),
+        ),
+        other => ApiError::Internal(format!("cohort: {other}")),
+    }
+}
