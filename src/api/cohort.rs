@@ -184,7 +184,8 @@ fn evaluate(
     raw: &Value,
     hierarchy: &Hierarchy,
 ) -> Result<Value, ApiError> {
-    let data = omop::cohort_data(src).map_err(dataset_error)?;
+    let concepts = concept_filter(definition, hierarchy);
+    let data = omop::cohort_data(src, concepts.as_ref()).map_err(dataset_error)?;
     match definition {
         Definition::Circe(c) => circe_answer(src, c, raw, hierarchy, &data),
         Definition::Phenotype(p) => {
@@ -242,6 +243,27 @@ fn evaluate(
                 },
             }))
         }
+    }
+}
+
+/// Every concept the definition can match: events of other concepts are never read.
+fn concept_filter(definition: &Definition, h: &Hierarchy) -> Option<HashSet<i64>> {
+    match definition {
+        Definition::Phenotype(p) => Some(
+            p.concept_sets()
+                .iter()
+                .flat_map(|c| {
+                    if c.include_descendants {
+                        h.descendants_with_self(&c.concept_ids)
+                            .into_iter()
+                            .collect()
+                    } else {
+                        c.concept_ids.clone()
+                    }
+                })
+                .collect(),
+        ),
+        Definition::Circe(c) => c.concept_filter(&|roots| h.descendants_with_self(roots)),
     }
 }
 

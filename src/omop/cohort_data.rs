@@ -9,14 +9,15 @@ use std::sync::Arc;
 use arrow_array::builder::{BooleanBuilder, Date32Builder, Int64Builder, StringBuilder};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Date32Type, Int64Type};
-use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch};
+use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch};
+use arrow_select::filter::filter_record_batch;
 use serde_json::Value;
 
 use super::assertion::Assertion;
 use super::build::hashed_id;
 use super::cdm::{self, EVENT_TABLES, Table};
 use super::constraints::parse_offset;
-use super::dataset::{self, DatasetError};
+use super::dataset::{self, DatasetError, KeepIf};
 use crate::cohort::events::{CohortData, event_schema, observation_period_schema};
 
 /// Where tables come from: a load just built in memory, or a stored dataset.
@@ -28,6 +29,17 @@ pub enum Source<'a> {
 impl Source<'_> {
     /// The named columns of a table (columns missing from the table are an error).
     fn table(&self, t: &Table, columns: &[&str]) -> Result<RecordBatch, DatasetError> {
+        self.table_where(t, columns, None).map(|(b, _)| b)
+    }
+
+    /// The named columns of the rows `keep` keeps, and the values of `keep.collect` over all
+    /// rows. From Parquet the filter runs inside the reader.
+    fn table_where(
+        &self,
+        t: &Table,
+        columns: &[&str],
+        keep: Option<&KeepIf<'_>>,
+    ) -> Result<(RecordBatch, Vec<i64>), DatasetError> {
         match self {
             Source::Memory(tables) => {
                 let batch = tables
@@ -39,9 +51,23 @@ impl Source<'_> {
                     .iter()
                     .map(|c| batch.schema().index_of(c))
                     .collect::<Result<Vec<_>, _>>()?;
-                Ok(batch.project(&idx)?)
+                let projected = batch.project(&idx)?;
+                let Some(k) = keep else {
+                    return Ok((projected, Vec::new()));
+                };
+                let collected = match k.collect {
+                    Some(c) => ints(batch, c)?.iter().flatten().collect(),
+                    None => Vec::new(),
+                };
+                let mask: BooleanArray = ints(batch, k.column)?
+                    .iter()
+                    .map(|v| Some(k.ids.contains(&v.unwrap_or(0))))
+                    .collect();
+                Ok((filter_record_batch(&projected, &mask)?, collected))
             }
-            Source::Stored { root, load_id } => dataset::read(root, load_id, t.name, columns),
+            Source::Stored { root, load_id } => {
+                dataset::read_where(root, load_id, t.name, columns, keep)
+            }
         }
     }
 }
@@ -155,8 +181,20 @@ impl Events {
     }
 }
 
-/// Builds the cohort data of a load.
-pub fn cohort_data(src: &Source<'_>) -> Result<CohortData, DatasetError> {
+/// Builds the cohort data of a load. With `concepts`, only events of those concepts are kept
+/// (a definition can match no other), while every person still counts for `not`.
+pub fn cohort_data(
+    src: &Source<'_>,
+    concepts: Option<&HashSet<i64>>,
+) -> Result<CohortData, DatasetError> {
+    let wanted = concepts.map(|c| Arc::new(c.clone()));
+    let keep = |column: &'static str, collect: Option<&'static str>| {
+        wanted.as_ref().map(|ids| KeepIf {
+            column,
+            ids,
+            collect,
+        })
+    };
     let concept = src.table(&cdm::CONCEPT, &["concept_id", "vocabulary_id", "domain_id"])?;
     let (c_ids, c_vocab, c_domain) = (
         ints(&concept, "concept_id")?,
@@ -176,15 +214,6 @@ pub fn cohort_data(src: &Source<'_>) -> Result<CohortData, DatasetError> {
         dates(&note, "note_date")?,
     );
     let notes: HashMap<i64, usize> = (0..note.num_rows()).map(|r| (n_ids.value(r), r)).collect();
-    let hashes = src.table(&cdm::NOTE_HASH, &["note_id", "source_note_hash"])?;
-    let (h_ids, h_vals) = (
-        ints(&hashes, "note_id")?,
-        strings(&hashes, "source_note_hash")?,
-    );
-    let hash_of: HashMap<i64, &str> = (0..hashes.num_rows())
-        .map(|r| (h_ids.value(r), h_vals.value(r)))
-        .collect();
-
     let mut persons: HashSet<i64> = HashSet::new();
     let mut ev = Events::default();
 
@@ -196,7 +225,12 @@ pub fn cohort_data(src: &Source<'_>) -> Result<CohortData, DatasetError> {
         let pk = et.table.primary_key.unwrap_or("person_id");
         let mut cols = vec![pk, "person_id", et.concept, et.start_date, et.type_concept];
         cols.extend(et.end_date);
-        let b = src.table(et.table, &cols)?;
+        let (b, seen) = src.table_where(
+            et.table,
+            &cols,
+            keep(et.concept, Some("person_id")).as_ref(),
+        )?;
+        persons.extend(seen);
         let (ids, types) = (ints(&b, pk)?, ints(&b, et.type_concept)?);
         let set = derived.entry(et.table.name).or_default();
         for r in 0..b.num_rows() {
@@ -207,7 +241,7 @@ pub fn cohort_data(src: &Source<'_>) -> Result<CohortData, DatasetError> {
         event_batches.push((et, b));
     }
 
-    let nlp = src.table(
+    let (nlp, _) = src.table_where(
         &cdm::NOTE_NLP,
         &[
             "note_nlp_id",
@@ -217,6 +251,7 @@ pub fn cohort_data(src: &Source<'_>) -> Result<CohortData, DatasetError> {
             "term_exists",
             "term_modifiers",
         ],
+        keep("note_nlp_concept_id", None).as_ref(),
     )?;
     let (nlp_ids, nlp_notes, offsets, nlp_concepts, exists, modifiers) = (
         ints(&nlp, "note_nlp_id")?,
@@ -226,6 +261,25 @@ pub fn cohort_data(src: &Source<'_>) -> Result<CohortData, DatasetError> {
         strings(&nlp, "term_exists")?,
         strings(&nlp, "term_modifiers")?,
     );
+    // Hashes only of the notes whose mentions are kept.
+    let mentioned = Arc::new(nlp_notes.values().iter().copied().collect::<HashSet<i64>>());
+    let (hashes, _) = src.table_where(
+        &cdm::NOTE_HASH,
+        &["note_id", "source_note_hash"],
+        Some(&KeepIf {
+            column: "note_id",
+            ids: &mentioned,
+            collect: None,
+        }),
+    )?;
+    let (h_ids, h_vals) = (
+        ints(&hashes, "note_id")?,
+        strings(&hashes, "source_note_hash")?,
+    );
+    let hash_of: HashMap<i64, &str> = (0..hashes.num_rows())
+        .map(|r| (h_ids.value(r), h_vals.value(r)))
+        .collect();
+
     let mut mention_ids: HashSet<(&'static str, i64)> = HashSet::new();
     for r in 0..nlp.num_rows() {
         let note_id = nlp_notes.value(r);
@@ -311,7 +365,7 @@ pub fn cohort_data(src: &Source<'_>) -> Result<CohortData, DatasetError> {
         }
     }
 
-    let visit = src.table(
+    let (visit, seen) = src.table_where(
         &cdm::VISIT_OCCURRENCE,
         &[
             "visit_occurrence_id",
@@ -320,7 +374,9 @@ pub fn cohort_data(src: &Source<'_>) -> Result<CohortData, DatasetError> {
             "visit_start_date",
             "visit_end_date",
         ],
+        keep("visit_concept_id", Some("person_id")).as_ref(),
     )?;
+    persons.extend(seen);
     let (v_ids, v_ps, v_cs, v_s, v_e) = (
         ints(&visit, "visit_occurrence_id")?,
         ints(&visit, "person_id")?,
@@ -344,10 +400,12 @@ pub fn cohort_data(src: &Source<'_>) -> Result<CohortData, DatasetError> {
         );
     }
 
-    let death = src.table(
+    let (death, seen) = src.table_where(
         &cdm::DEATH,
         &["person_id", "death_date", "cause_concept_id"],
+        keep("cause_concept_id", Some("person_id")).as_ref(),
     )?;
+    persons.extend(seen);
     let (d_ps, d_dates, d_cs) = (
         ints(&death, "person_id")?,
         dates(&death, "death_date")?,

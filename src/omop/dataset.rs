@@ -3,16 +3,20 @@
 //! The load id is derived from the records and the vocabulary version: loading the same
 //! records twice yields the same id and the same dataset.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, File};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
-use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{BooleanArray, RecordBatch, RecordBatchReader};
+use arrow_schema::ArrowError;
 use arrow_select::concat::concat_batches;
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ArrowPredicateFn, ParquetRecordBatchReaderBuilder, RowFilter};
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use serde::{Deserialize, Serialize};
@@ -48,6 +52,8 @@ pub enum DatasetError {
     Arrow(#[from] arrow_schema::ArrowError),
     #[error("manifest: {0}")]
     Manifest(#[from] serde_json::Error),
+    #[error("a row filter's collector was poisoned")]
+    Poisoned,
 }
 
 /// `omop-` and 24 hex digits of SHA-256 over the vocabulary version and the records.
@@ -137,6 +143,14 @@ pub fn manifest(root: &Path, load_id: &str) -> Result<Manifest, DatasetError> {
     }
 }
 
+/// Keep only the rows whose integer `column` (null read as 0) is in `ids`, and report the
+/// values of `collect` over every row, kept or not.
+pub struct KeepIf<'a> {
+    pub column: &'static str,
+    pub ids: &'a Arc<HashSet<i64>>,
+    pub collect: Option<&'static str>,
+}
+
 /// Reads one table of a load, only the named columns (all when `columns` is empty).
 pub fn read(
     root: &Path,
@@ -144,6 +158,18 @@ pub fn read(
     table: &str,
     columns: &[&str],
 ) -> Result<RecordBatch, DatasetError> {
+    read_where(root, load_id, table, columns, None).map(|(b, _)| b)
+}
+
+/// [`read`] with a row filter pushed into the Parquet reader: the filter's columns are
+/// decoded first, and the other columns only for the rows it keeps.
+pub fn read_where(
+    root: &Path,
+    load_id: &str,
+    table: &str,
+    columns: &[&str],
+    keep: Option<&KeepIf<'_>>,
+) -> Result<(RecordBatch, Vec<i64>), DatasetError> {
     let path = dir(root, load_id)?.join(format!("{table}.parquet"));
     let file = match File::open(&path) {
         Ok(f) => f,
@@ -161,10 +187,43 @@ pub fn read(
         let mask = ProjectionMask::columns(builder.parquet_schema(), columns.iter().copied());
         builder = builder.with_projection(mask);
     }
+    let collected = Arc::new(Mutex::new(Vec::new()));
+    if let Some(k) = keep {
+        let mut names = vec![k.column];
+        names.extend(k.collect);
+        let mask = ProjectionMask::columns(builder.parquet_schema(), names);
+        let (ids, sink, column, collect) = (
+            Arc::clone(k.ids),
+            Arc::clone(&collected),
+            k.column,
+            k.collect,
+        );
+        let predicate = ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
+            if let Some(c) = collect.and_then(|c| batch.column_by_name(c)) {
+                if let (Some(values), Ok(mut out)) =
+                    (c.as_primitive_opt::<Int64Type>(), sink.lock())
+                {
+                    out.extend(values.iter().flatten());
+                }
+            }
+            let values = batch
+                .column_by_name(column)
+                .and_then(|c| c.as_primitive_opt::<Int64Type>())
+                .ok_or_else(|| {
+                    ArrowError::SchemaError(format!("{column} is not an integer column"))
+                })?;
+            Ok(values
+                .iter()
+                .map(|v| Some(ids.contains(&v.unwrap_or(0))))
+                .collect::<BooleanArray>())
+        });
+        builder = builder.with_row_filter(RowFilter::new(vec![Box::new(predicate)]));
+    }
     let reader = builder.build()?;
     let schema = reader.schema();
     let batches = reader.collect::<Result<Vec<_>, _>>()?;
-    Ok(concat_batches(&schema, &batches)?)
+    let collected = std::mem::take(&mut *collected.lock().map_err(|_| DatasetError::Poisoned)?);
+    Ok((concat_batches(&schema, &batches)?, collected))
 }
 
 #[cfg(test)]

@@ -265,7 +265,7 @@ fn cohort_data_flattens_mentions_and_rows_once() {
         r#"{"table":"observation_period","observation_period_id":1,"person_id":1,"observation_period_start_date":"2020-01-01","observation_period_end_date":"2024-12-31","period_type_concept_id":32817}"#,
     );
     let b = build(&records).unwrap();
-    let data = cohort_data(&Source::Memory(&b.tables)).unwrap();
+    let data = cohort_data(&Source::Memory(&b.tables), None).unwrap();
     let e = &data.events;
     // 3 mentions (one of them the pneumonia condition, represented once), the plain
     // condition, and the synthesized visit.
@@ -320,13 +320,30 @@ fn a_stored_load_reads_back_the_same_events() {
     assert!(report.constraint_violations.is_some());
     let m = super::dataset::manifest(&root, &report.load_id).unwrap();
     assert_eq!(m.vocabulary_version.as_deref(), Some("v5.0 2024-08-01"));
-    let memory = cohort_data(&Source::Memory(&build(&note_line()).unwrap().tables)).unwrap();
-    let stored = cohort_data(&Source::Stored {
+    let built = build(&note_line()).unwrap();
+    let memory = Source::Memory(&built.tables);
+    let stored = Source::Stored {
         root: &root,
         load_id: &report.load_id,
-    })
-    .unwrap();
-    assert_eq!(memory.events, stored.events);
-    assert_eq!(memory.persons, stored.persons);
+    };
+    let (m, s) = (
+        cohort_data(&memory, None).unwrap(),
+        cohort_data(&stored, None).unwrap(),
+    );
+    assert_eq!(m.events, s.events);
+    assert_eq!(m.persons, s.persons);
+    // Filtered to one concept: only its mention is read, in memory and from Parquet alike,
+    // and the person still counts.
+    let only = HashSet::from([255848]);
+    let (fm, fs) = (
+        cohort_data(&memory, Some(&only)).unwrap(),
+        cohort_data(&stored, Some(&only)).unwrap(),
+    );
+    assert_eq!(fm.events, fs.events);
+    assert_eq!(ints(&fs.events, "concept_id"), vec![Some(255848)]);
+    assert_eq!(fs.persons, m.persons);
+    let none = HashSet::from([1]);
+    let empty = cohort_data(&stored, Some(&none)).unwrap();
+    assert_eq!((empty.events.num_rows(), empty.persons.len()), (0, 1));
     std::fs::remove_dir_all(&root).unwrap();
 }

@@ -285,6 +285,34 @@ impl CirceCohort {
         self.inclusion_rules.len()
     }
 
+    /// Every concept any criterion can match (a superset: exclusions are ignored), or `None`
+    /// when some criterion has no codeset and so matches every event of its domain. Lets the
+    /// caller skip reading events no criterion can use.
+    pub fn concept_filter(
+        &self,
+        descendants: &dyn Fn(&[i64]) -> std::collections::BTreeSet<i64>,
+    ) -> Option<std::collections::HashSet<i64>> {
+        fn all_coded(g: &CriteriaGroup) -> bool {
+            g.criteria.iter().all(|c| c.criterion.codeset.is_some())
+                && g.groups.iter().all(all_coded)
+        }
+        let coded = self.primary.criteria.iter().all(|c| c.codeset.is_some())
+            && self.inclusion_rules.iter().all(all_coded);
+        coded.then(|| {
+            self.concept_sets
+                .iter()
+                .flat_map(|c| &c.items)
+                .flat_map(|i| {
+                    if i.include_descendants {
+                        descendants(&[i.concept_id]).into_iter().collect()
+                    } else {
+                        vec![i.concept_id]
+                    }
+                })
+                .collect()
+        })
+    }
+
     /// Whether some concept set item asks for descendants (which then needs a hierarchy).
     pub fn uses_descendants(&self) -> bool {
         self.concept_sets
