@@ -6,6 +6,7 @@
 //! (Parquet read + event table + evaluation + caller ids) and reports the median, the peak
 //! memory of each phase, and DuckDB's median on the same Parquet files with the same answer
 //! (`scripts/bench-tools` installs DuckDB; without it that part is skipped).
+//! `PHIFLOW_COHORT_BENCH_RUNS` sets the number of cohort runs (default 5).
 //!
 //!     scripts/bench-tools && cargo bench --bench cohort
 
@@ -19,8 +20,6 @@ use chrono::{Duration, NaiveDate};
 use phiflow::cohort::{Hierarchy, parse_phenotype, resolve};
 use phiflow::omop::{self, Source, caller_ids, cdm, cohort_data};
 use serde_json::{Value, json};
-
-const RUNS: usize = 5;
 
 /// xorshift64*: deterministic, dependency-free.
 struct Rng(u64);
@@ -178,6 +177,11 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000);
+    let runs: usize = std::env::var("PHIFLOW_COHORT_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5)
+        .max(1);
     let root = std::env::temp_dir().join(format!("phiflow-cohort-bench-{}", std::process::id()));
 
     let t = Instant::now();
@@ -214,7 +218,7 @@ fn main() {
     let (mut totals, mut reads, mut evals) = (Vec::new(), Vec::new(), Vec::new());
     let mut result = None;
     let mut events = 0;
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         let t = Instant::now();
         let concepts: HashSet<i64> = ["t2d", "metformin", "ckd"]
             .iter()
@@ -238,7 +242,7 @@ fn main() {
     let r = result.expect("at least one run");
     let ours = median(totals);
     println!(
-        "cohort (phiflow, from Parquet): median {ours:.3} s over {RUNS} runs (read + event table {:.3} s, evaluate + ids {:.3} s), {events} events, {} patients, {} evidence pointers, peak RSS {cohort_peak:.0} MB",
+        "cohort (phiflow, from Parquet): median {ours:.3} s over {runs} runs (read + event table {:.3} s, evaluate + ids {:.3} s), {events} events, {} patients, {} evidence pointers, peak RSS {cohort_peak:.0} MB",
         median(reads),
         median(evals),
         r.patients.len(),
@@ -262,7 +266,7 @@ fn main() {
             .arg("benches/cohort_duckdb.py")
             .arg(&dir)
             .arg(params.to_string())
-            .arg(RUNS.to_string())
+            .arg(runs.to_string())
             .output()
             .expect("run duckdb");
         if !out.status.success() {

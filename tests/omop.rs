@@ -20,6 +20,14 @@ fn server() -> &'static common::Server {
     })
 }
 
+fn sha256_hex(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 const TEXT: &str = "No fever. Pneumonia. Mother had asthma.";
 
 fn note_line() -> String {
@@ -54,6 +62,7 @@ async fn a_load_is_stored_as_parquet_and_accounted_for() {
     assert_eq!(r["row_counts"]["condition_occurrence"], 2);
     // p-1 (from the note) and 7; person 8 exists only as a reference.
     assert_eq!(r["row_counts"]["person"], 2);
+    assert_eq!(r["row_counts"]["phiflow_person"], 3);
     assert_eq!(
         r["rejection_counts"],
         json!({"invalid_offset": 1, "unsupported_domain": 1})
@@ -205,6 +214,7 @@ async fn a_phenotype_resolves_to_the_callers_ids_with_evidence() {
         (Some("n-1"), Some(0), Some(9))
     );
     assert_eq!(m["vocabulary"], "SNOMED");
+    assert_eq!(m["source_note_hash"], sha256_hex("Pneumonia. No fever."));
     let p3 = ev.iter().find(|e| e["patient_id"] == 3).unwrap();
     assert_eq!(p3["matches"][0]["event_id"], 500);
     assert_eq!(p3["matches"][0]["vocabulary"], Value::Null);
@@ -432,6 +442,10 @@ async fn an_atlas_cohort_expression_resolves_exactly() {
             note_index["end"].as_i64()
         ),
         (Some("n-4"), Some(0), Some(15))
+    );
+    assert_eq!(
+        note_index["source_note_hash"],
+        sha256_hex("Type 2 diabetes.")
     );
     assert_eq!(r["inclusion_rules"][0]["event_count"], 2);
     assert_eq!(r["inclusion_rules"][0]["person_count"], 2);

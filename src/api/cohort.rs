@@ -198,6 +198,13 @@ fn evaluate(
                 .collect();
             let person_ids = ids(src, &cdm::PERSON, "person", &persons)?;
             let note_ids = ids(src, &cdm::NOTE, "note", &notes)?;
+            let hashes = omop::note_hashes(src, &notes).map_err(dataset_error)?;
+            let hash = |m: &cohort::EvidenceMatch| -> Option<String> {
+                m.note_id
+                    .and_then(|n| hashes.get(&n))
+                    .or(m.source_note_hash.as_ref())
+                    .cloned()
+            };
             let caller =
                 |m: &HashMap<i64, Value>, id: i64| m.get(&id).cloned().unwrap_or(json!(id));
             let evidence: Vec<Value> = r
@@ -217,7 +224,7 @@ fn evaluate(
                                 "event_id": m.event_id,
                                 "note_id": m.note_id.map(|n| caller(&note_ids, n)),
                                 "note_nlp_id": m.note_nlp_id,
-                                "source_note_hash": m.source_note_hash,
+                                "source_note_hash": hash(m),
                                 "start": m.start,
                                 "end": m.end,
                             })
@@ -287,6 +294,7 @@ fn circe_answer(
     let notes: HashSet<i64> = r.index_events.iter().filter_map(|e| e.note_id).collect();
     let person_ids = ids(src, &cdm::PERSON, "person", &persons)?;
     let note_ids = ids(src, &cdm::NOTE, "note", &notes)?;
+    let hashes = omop::note_hashes(src, &notes).map_err(dataset_error)?;
     let caller = |m: &HashMap<i64, Value>, id: i64| m.get(&id).cloned().unwrap_or(json!(id));
     let periods: Vec<Value> = r
         .periods
@@ -311,7 +319,7 @@ fn circe_answer(
                 "start_date": e.start_date.to_string(),
                 "note_id": e.note_id.map(|n| caller(&note_ids, n)),
                 "note_nlp_id": e.note_nlp_id,
-                "source_note_hash": e.source_note_hash,
+                "source_note_hash": e.note_id.and_then(|n| hashes.get(&n)).or(e.source_note_hash.as_ref()),
                 "start": e.start,
                 "end": e.end,
             })

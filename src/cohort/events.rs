@@ -27,6 +27,8 @@ pub mod col {
     /// Set for events that come from a note mention.
     pub const NOTE_ID: &str = "note_id";
     pub const NOTE_NLP_ID: &str = "note_nlp_id";
+    /// May be null even for a mention: a builder may defer it, and whoever shapes the answer
+    /// looks it up for the evidence pointers alone.
     pub const SOURCE_NOTE_HASH: &str = "source_note_hash";
     /// Code-point offsets of the mention in its note.
     pub const SPAN_START: &str = "span_start";

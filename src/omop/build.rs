@@ -525,12 +525,21 @@ impl Builder {
         }
         let mut tables = Vec::with_capacity(cdm::TABLES.len());
         for t in cdm::TABLES {
+            if t.name == cdm::PERSON_INDEX.name {
+                continue;
+            }
             let builder = self
                 .tables
                 .remove(t.name)
                 .unwrap_or_else(|| TableBuilder::new(t));
             tables.push((t.name, builder.finish()?));
         }
+        let index = person_index(&tables)?;
+        let at = cdm::TABLES
+            .iter()
+            .position(|t| t.name == cdm::PERSON_INDEX.name)
+            .unwrap_or(tables.len());
+        tables.insert(at, (cdm::PERSON_INDEX.name, index));
         let mut note_hashes = self.note_hashes;
         note_hashes.sort();
         note_hashes.dedup();
@@ -542,6 +551,27 @@ impl Builder {
             records,
         })
     }
+}
+
+/// The `phiflow_person` table: the person ids of every table that has them.
+fn person_index(tables: &[(&'static str, RecordBatch)]) -> Result<RecordBatch, ArrowError> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    let mut ids: Vec<i64> = Vec::new();
+    for (_, b) in tables {
+        if let Some(c) = b
+            .column_by_name("person_id")
+            .and_then(|c| c.as_primitive_opt::<Int64Type>())
+        {
+            ids.extend(c.iter().flatten());
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    RecordBatch::try_new(
+        cdm::PERSON_INDEX.schema(),
+        vec![std::sync::Arc::new(arrow_array::Int64Array::from(ids))],
+    )
 }
 
 struct NoteCtx<'a> {

@@ -374,8 +374,16 @@ pub static NOTE_HASH: Table = Table {
     columns: &[req("note_id", I), req("source_note_hash", S)],
 };
 
+/// Not CDM: every person the load mentions in any table (sorted, unique), so a cohort's `not`
+/// knows the whole population without reading every table.
+pub static PERSON_INDEX: Table = Table {
+    name: "phiflow_person",
+    primary_key: Some("person_id"),
+    columns: &[req("person_id", I)],
+};
+
 /// Every table a load writes, in the order of the response's `row_counts`.
-pub static TABLES: [&Table; 14] = [
+pub static TABLES: [&Table; 15] = [
     &CONCEPT,
     &PERSON,
     &OBSERVATION_PERIOD,
@@ -389,6 +397,7 @@ pub static TABLES: [&Table; 14] = [
     &OBSERVATION,
     &DEATH,
     &NOTE_HASH,
+    &PERSON_INDEX,
     &SOURCE_TO_CONCEPT_MAP,
 ];
 
@@ -411,7 +420,7 @@ pub static SOURCE_TO_CONCEPT_MAP: Table = Table {
 /// The tables a plain record (`"table": …`) may name.
 pub fn plain_table(name: &str) -> Option<&'static Table> {
     TABLES.iter().copied().find(|t| {
-        t.name == name && t.name != NOTE_HASH.name && t.name != SOURCE_TO_CONCEPT_MAP.name
+        t.name == name && !t.name.starts_with("phiflow_") && t.name != SOURCE_TO_CONCEPT_MAP.name
     })
 }
 

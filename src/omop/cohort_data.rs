@@ -10,6 +10,7 @@ use arrow_array::builder::{BooleanBuilder, Date32Builder, Int64Builder, StringBu
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Date32Type, Int64Type};
 use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch};
+use arrow_select::concat::concat_batches;
 use arrow_select::filter::filter_record_batch;
 use serde_json::Value;
 
@@ -18,6 +19,7 @@ use super::build::hashed_id;
 use super::cdm::{self, EVENT_TABLES, Table};
 use super::constraints::parse_offset;
 use super::dataset::{self, DatasetError, KeepIf};
+use super::idhash::{IdMap, IdSet};
 use crate::cohort::events::{CohortData, event_schema, observation_period_schema};
 
 /// Where tables come from: a load just built in memory, or a stored dataset.
@@ -29,17 +31,17 @@ pub enum Source<'a> {
 impl Source<'_> {
     /// The named columns of a table (columns missing from the table are an error).
     fn table(&self, t: &Table, columns: &[&str]) -> Result<RecordBatch, DatasetError> {
-        self.table_where(t, columns, None).map(|(b, _)| b)
+        self.table_where(t, columns, None)
     }
 
-    /// The named columns of the rows `keep` keeps, and the values of `keep.collect` over all
-    /// rows. From Parquet the filter runs inside the reader.
+    /// The named columns of the rows `keep` keeps. From Parquet the filter runs inside the
+    /// reader.
     fn table_where(
         &self,
         t: &Table,
         columns: &[&str],
         keep: Option<&KeepIf<'_>>,
-    ) -> Result<(RecordBatch, Vec<i64>), DatasetError> {
+    ) -> Result<RecordBatch, DatasetError> {
         match self {
             Source::Memory(tables) => {
                 let batch = tables
@@ -53,17 +55,13 @@ impl Source<'_> {
                     .collect::<Result<Vec<_>, _>>()?;
                 let projected = batch.project(&idx)?;
                 let Some(k) = keep else {
-                    return Ok((projected, Vec::new()));
-                };
-                let collected = match k.collect {
-                    Some(c) => ints(batch, c)?.iter().flatten().collect(),
-                    None => Vec::new(),
+                    return Ok(projected);
                 };
                 let mask: BooleanArray = ints(batch, k.column)?
                     .iter()
                     .map(|v| Some(k.ids.contains(&v.unwrap_or(0))))
                     .collect();
-                Ok((filter_record_batch(&projected, &mask)?, collected))
+                Ok(filter_record_batch(&projected, &mask)?)
             }
             Source::Stored { root, load_id } => {
                 dataset::read_where(root, load_id, t.name, columns, keep)
@@ -117,10 +115,9 @@ struct Events {
     experiencer: StringBuilder,
 }
 
-struct Mention<'a> {
+struct Mention {
     note: i64,
     nlp: i64,
-    hash: Option<&'a str>,
     span: Option<(i64, i64)>,
 }
 
@@ -135,7 +132,7 @@ impl Events {
         event: i64,
         start: Option<i32>,
         end: Option<i32>,
-        mention: Option<Mention<'_>>,
+        mention: Option<Mention>,
         a: Assertion,
     ) {
         self.person.append_value(person);
@@ -147,8 +144,8 @@ impl Events {
         self.end.append_option(end);
         self.note.append_option(mention.as_ref().map(|m| m.note));
         self.nlp.append_option(mention.as_ref().map(|m| m.nlp));
-        self.hash
-            .append_option(mention.as_ref().and_then(|m| m.hash));
+        // Resolved for evidence pointers only (see `note_hashes`): most events never need it.
+        self.hash.append_null();
         let span = mention.as_ref().and_then(|m| m.span);
         self.span_start.append_option(span.map(|s| s.0));
         self.span_end.append_option(span.map(|s| s.1));
@@ -181,67 +178,71 @@ impl Events {
     }
 }
 
-/// Builds the cohort data of a load. With `concepts`, only events of those concepts are kept
-/// (a definition can match no other), while every person still counts for `not`.
-pub fn cohort_data(
-    src: &Source<'_>,
-    concepts: Option<&HashSet<i64>>,
-) -> Result<CohortData, DatasetError> {
-    let wanted = concepts.map(|c| Arc::new(c.clone()));
-    let keep = |column: &'static str, collect: Option<&'static str>| {
-        wanted.as_ref().map(|ids| KeepIf {
-            column,
-            ids,
-            collect,
-        })
-    };
-    let concept = src.table(&cdm::CONCEPT, &["concept_id", "vocabulary_id", "domain_id"])?;
-    let (c_ids, c_vocab, c_domain) = (
-        ints(&concept, "concept_id")?,
-        strings(&concept, "vocabulary_id")?,
-        strings(&concept, "domain_id")?,
-    );
-    let concepts: HashMap<i64, usize> = (0..concept.num_rows())
-        .map(|r| (c_ids.value(r), r))
-        .collect();
-    let vocabulary = |c: i64| concepts.get(&c).map(|r| c_vocab.value(*r));
-    let domain = |c: i64| concepts.get(&c).map(|r| c_domain.value(*r));
+/// The tables behind the clinical, visit and death events, and everything else but mentions.
+struct Rows {
+    concept: RecordBatch,
+    note: RecordBatch,
+    events: Vec<RecordBatch>,
+    visit: RecordBatch,
+    death: RecordBatch,
+    op: RecordBatch,
+    /// Every person of the load.
+    persons: RecordBatch,
+}
 
-    let note = src.table(&cdm::NOTE, &["note_id", "person_id", "note_date"])?;
-    let (n_ids, n_person, n_date) = (
-        ints(&note, "note_id")?,
-        ints(&note, "person_id")?,
-        dates(&note, "note_date")?,
-    );
-    let notes: HashMap<i64, usize> = (0..note.num_rows()).map(|r| (n_ids.value(r), r)).collect();
-    let mut persons: HashSet<i64> = HashSet::new();
-    let mut ev = Events::default();
-
-    // Clinical rows derived from a mention share the mention's id and carry the NLP type
-    // concept; they are represented once, through the mention.
-    let mut derived: HashMap<&'static str, HashSet<i64>> = HashMap::new();
-    let mut event_batches = Vec::with_capacity(EVENT_TABLES.len());
+fn read_rows(src: &Source<'_>, wanted: Option<&Arc<IdSet>>) -> Result<Rows, DatasetError> {
+    let keep = |column: &'static str| wanted.map(|ids| KeepIf { column, ids });
+    let mut events = Vec::with_capacity(EVENT_TABLES.len());
     for et in &EVENT_TABLES {
         let pk = et.table.primary_key.unwrap_or("person_id");
         let mut cols = vec![pk, "person_id", et.concept, et.start_date, et.type_concept];
         cols.extend(et.end_date);
-        let (b, seen) = src.table_where(
-            et.table,
-            &cols,
-            keep(et.concept, Some("person_id")).as_ref(),
-        )?;
-        persons.extend(seen);
-        let (ids, types) = (ints(&b, pk)?, ints(&b, et.type_concept)?);
-        let set = derived.entry(et.table.name).or_default();
-        for r in 0..b.num_rows() {
-            if types.value(r) == cdm::NLP_TYPE_CONCEPT {
-                set.insert(ids.value(r));
-            }
-        }
-        event_batches.push((et, b));
+        events.push(src.table_where(et.table, &cols, keep(et.concept).as_ref())?);
     }
+    let visit = src.table_where(
+        &cdm::VISIT_OCCURRENCE,
+        &[
+            "visit_occurrence_id",
+            "person_id",
+            "visit_concept_id",
+            "visit_start_date",
+            "visit_end_date",
+        ],
+        keep("visit_concept_id").as_ref(),
+    )?;
+    let death = src.table_where(
+        &cdm::DEATH,
+        &["person_id", "death_date", "cause_concept_id"],
+        keep("cause_concept_id").as_ref(),
+    )?;
+    Ok(Rows {
+        concept: src.table(&cdm::CONCEPT, &["concept_id", "vocabulary_id", "domain_id"])?,
+        note: src.table(&cdm::NOTE, &["note_id", "person_id", "note_date"])?,
+        events,
+        visit,
+        death,
+        op: src.table(
+            &cdm::OBSERVATION_PERIOD,
+            &[
+                "person_id",
+                "observation_period_start_date",
+                "observation_period_end_date",
+            ],
+        )?,
+        persons: src.table(&cdm::PERSON_INDEX, &["person_id"])?,
+    })
+}
 
-    let (nlp, _) = src.table_where(
+/// The kept mentions.
+fn read_mentions(
+    src: &Source<'_>,
+    wanted: Option<&Arc<IdSet>>,
+) -> Result<RecordBatch, DatasetError> {
+    let keep = wanted.map(|ids| KeepIf {
+        column: "note_nlp_concept_id",
+        ids,
+    });
+    src.table_where(
         &cdm::NOTE_NLP,
         &[
             "note_nlp_id",
@@ -251,91 +252,141 @@ pub fn cohort_data(
             "term_exists",
             "term_modifiers",
         ],
-        keep("note_nlp_concept_id", None).as_ref(),
-    )?;
-    let (nlp_ids, nlp_notes, offsets, nlp_concepts, exists, modifiers) = (
-        ints(&nlp, "note_nlp_id")?,
-        ints(&nlp, "note_id")?,
-        strings(&nlp, "offset")?,
-        ints(&nlp, "note_nlp_concept_id")?,
-        strings(&nlp, "term_exists")?,
-        strings(&nlp, "term_modifiers")?,
-    );
-    // Hashes only of the notes whose mentions are kept.
-    let mentioned = Arc::new(nlp_notes.values().iter().copied().collect::<HashSet<i64>>());
-    let (hashes, _) = src.table_where(
-        &cdm::NOTE_HASH,
-        &["note_id", "source_note_hash"],
-        Some(&KeepIf {
-            column: "note_id",
-            ids: &mentioned,
-            collect: None,
-        }),
-    )?;
-    let (h_ids, h_vals) = (
-        ints(&hashes, "note_id")?,
-        strings(&hashes, "source_note_hash")?,
-    );
-    let hash_of: HashMap<i64, &str> = (0..hashes.num_rows())
-        .map(|r| (h_ids.value(r), h_vals.value(r)))
-        .collect();
+        keep.as_ref(),
+    )
+}
 
-    let mut mention_ids: HashSet<(&'static str, i64)> = HashSet::new();
+/// Lookups shared by the event passes.
+struct Lookups<'a> {
+    /// concept id → (row in the concept table, the clinical table of its domain)
+    concepts: IdMap<(usize, Option<usize>)>,
+    vocab: &'a arrow_array::StringArray,
+    /// note id → row in the note table
+    notes: IdMap<usize>,
+    note_person: &'a Int64Array,
+    note_date: &'a arrow_array::PrimitiveArray<Date32Type>,
+}
+
+impl Lookups<'_> {
+    fn vocabulary(&self, c: i64) -> Option<&str> {
+        self.concepts.get(&c).map(|(r, _)| self.vocab.value(*r))
+    }
+}
+
+/// Per kept mention: its assertion and, when a clinical row derived from it exists, that
+/// row's table (the mention then stands for the row).
+fn classify_mentions(
+    nlp: &RecordBatch,
+    lk: &Lookups<'_>,
+    rows: &Rows,
+) -> Result<Vec<(Assertion, Option<usize>)>, DatasetError> {
+    let (ids, notes, concepts, exists, modifiers) = (
+        ints(nlp, "note_nlp_id")?,
+        ints(nlp, "note_id")?,
+        ints(nlp, "note_nlp_concept_id")?,
+        strings(nlp, "term_exists")?,
+        strings(nlp, "term_modifiers")?,
+    );
+    // Clinical rows derived from a mention share its id and carry the NLP type concept.
+    let mut derived: Vec<IdSet> = Vec::with_capacity(EVENT_TABLES.len());
+    for (et, b) in EVENT_TABLES.iter().zip(&rows.events) {
+        let pk = et.table.primary_key.unwrap_or("person_id");
+        let (rids, types) = (ints(b, pk)?, ints(b, et.type_concept)?);
+        derived.push(
+            (0..b.num_rows())
+                .filter(|r| types.value(*r) == cdm::NLP_TYPE_CONCEPT)
+                .map(|r| rids.value(r))
+                .collect(),
+        );
+    }
+    // A load has a handful of distinct modifier strings: parse each once.
+    let mut cache: HashMap<&str, Assertion> = HashMap::new();
+    let mut out = Vec::with_capacity(nlp.num_rows());
     for r in 0..nlp.num_rows() {
-        let note_id = nlp_notes.value(r);
-        // A mention of a note the load does not have belongs to no one; validation reports it.
-        let Some(&nr) = notes.get(&note_id) else {
-            continue;
+        let flag = exists.is_valid(r).then(|| exists.value(r));
+        let mut a = if modifiers.is_valid(r) {
+            let m = modifiers.value(r);
+            *cache
+                .entry(m)
+                .or_insert_with(|| Assertion::from_modifiers(m).unwrap_or_default())
+        } else {
+            Assertion::default()
         };
-        let person = n_person.value(nr);
-        let date = n_date.is_valid(nr).then(|| n_date.value(nr));
-        let concept = if nlp_concepts.is_valid(r) {
-            nlp_concepts.value(r)
+        if flag == Some("N") && a.asserted() {
+            a.negated = true;
+        }
+        let concept = if concepts.is_valid(r) {
+            concepts.value(r)
         } else {
             0
         };
-        let exists_flag = exists.is_valid(r).then(|| exists.value(r));
-        let mut a = modifiers
-            .is_valid(r)
-            .then(|| Assertion::from_modifiers(modifiers.value(r)))
+        let id = ids.value(r);
+        let table = (flag == Some("Y") && a.asserted() && lk.notes.contains_key(&notes.value(r)))
+            .then(|| lk.concepts.get(&concept).and_then(|(_, t)| *t))
             .flatten()
-            .unwrap_or_default();
-        if exists_flag == Some("N") && a.asserted() {
-            a.negated = true;
-        }
-        let id = nlp_ids.value(r);
-        let table = (exists_flag == Some("Y") && a.asserted())
-            .then(|| domain(concept).and_then(cdm::event_table_for_domain))
-            .flatten()
-            .map(|et| et.table.name)
-            .filter(|t| derived.get(t).is_some_and(|s| s.contains(&id)));
-        if let Some(t) = table {
-            mention_ids.insert((t, id));
-        }
+            .filter(|t| derived[*t].contains(&id));
+        out.push((a, table));
+    }
+    Ok(out)
+}
+
+/// Events of the mentions in `range`.
+fn mention_events(
+    nlp: &RecordBatch,
+    kinds: &[(Assertion, Option<usize>)],
+    range: std::ops::Range<usize>,
+    lk: &Lookups<'_>,
+) -> Result<RecordBatch, DatasetError> {
+    let (ids, notes, offsets, concepts) = (
+        ints(nlp, "note_nlp_id")?,
+        ints(nlp, "note_id")?,
+        strings(nlp, "offset")?,
+        ints(nlp, "note_nlp_concept_id")?,
+    );
+    let mut ev = Events::default();
+    for r in range {
+        let note_id = notes.value(r);
+        // A mention of a note the load does not have belongs to no one; validation reports it.
+        let Some(&nr) = lk.notes.get(&note_id) else {
+            continue;
+        };
+        let (a, table) = kinds[r];
+        let concept = if concepts.is_valid(r) {
+            concepts.value(r)
+        } else {
+            0
+        };
         let mention = Mention {
             note: note_id,
-            nlp: id,
-            hash: hash_of.get(&note_id).copied(),
+            nlp: ids.value(r),
             span: offsets
                 .is_valid(r)
                 .then(|| parse_offset(offsets.value(r)))
                 .flatten(),
         };
-        persons.insert(person);
         ev.push(
-            person,
+            lk.note_person.value(nr),
             concept,
-            vocabulary(concept),
-            table.unwrap_or("note_nlp"),
-            id,
-            date,
+            lk.vocabulary(concept),
+            table.map_or("note_nlp", |t| EVENT_TABLES[t].table.name),
+            ids.value(r),
+            lk.note_date.is_valid(nr).then(|| lk.note_date.value(nr)),
             None,
             Some(mention),
             a,
         );
     }
+    ev.finish()
+}
 
-    for (et, b) in &event_batches {
+/// Events of the clinical rows no mention stands for, and of visits and deaths.
+fn row_events(
+    rows: &Rows,
+    claimed: &[IdSet],
+    lk: &Lookups<'_>,
+) -> Result<RecordBatch, DatasetError> {
+    let mut ev = Events::default();
+    for (t, (et, b)) in EVENT_TABLES.iter().zip(&rows.events).enumerate() {
         let pk = et.table.primary_key.unwrap_or("person_id");
         let (ids, ps, cs, starts) = (
             ints(b, pk)?,
@@ -346,15 +397,14 @@ pub fn cohort_data(
         let ends = et.end_date.map(|c| dates(b, c)).transpose()?;
         for r in 0..b.num_rows() {
             let id = ids.value(r);
-            if mention_ids.contains(&(et.table.name, id)) {
+            if claimed[t].contains(&id) {
                 continue;
             }
             let c = cs.value(r);
-            persons.insert(ps.value(r));
             ev.push(
                 ps.value(r),
                 c,
-                vocabulary(c),
+                lk.vocabulary(c),
                 et.table.name,
                 id,
                 Some(starts.value(r)),
@@ -364,33 +414,20 @@ pub fn cohort_data(
             );
         }
     }
-
-    let (visit, seen) = src.table_where(
-        &cdm::VISIT_OCCURRENCE,
-        &[
-            "visit_occurrence_id",
-            "person_id",
-            "visit_concept_id",
-            "visit_start_date",
-            "visit_end_date",
-        ],
-        keep("visit_concept_id", Some("person_id")).as_ref(),
-    )?;
-    persons.extend(seen);
+    let v = &rows.visit;
     let (v_ids, v_ps, v_cs, v_s, v_e) = (
-        ints(&visit, "visit_occurrence_id")?,
-        ints(&visit, "person_id")?,
-        ints(&visit, "visit_concept_id")?,
-        dates(&visit, "visit_start_date")?,
-        dates(&visit, "visit_end_date")?,
+        ints(v, "visit_occurrence_id")?,
+        ints(v, "person_id")?,
+        ints(v, "visit_concept_id")?,
+        dates(v, "visit_start_date")?,
+        dates(v, "visit_end_date")?,
     );
-    for r in 0..visit.num_rows() {
+    for r in 0..v.num_rows() {
         let c = v_cs.value(r);
-        persons.insert(v_ps.value(r));
         ev.push(
             v_ps.value(r),
             c,
-            vocabulary(c),
+            lk.vocabulary(c),
             cdm::VISIT_OCCURRENCE.name,
             v_ids.value(r),
             Some(v_s.value(r)),
@@ -399,25 +436,18 @@ pub fn cohort_data(
             Assertion::default(),
         );
     }
-
-    let (death, seen) = src.table_where(
-        &cdm::DEATH,
-        &["person_id", "death_date", "cause_concept_id"],
-        keep("cause_concept_id", Some("person_id")).as_ref(),
-    )?;
-    persons.extend(seen);
+    let d = &rows.death;
     let (d_ps, d_dates, d_cs) = (
-        ints(&death, "person_id")?,
-        dates(&death, "death_date")?,
-        ints(&death, "cause_concept_id")?,
+        ints(d, "person_id")?,
+        dates(d, "death_date")?,
+        ints(d, "cause_concept_id")?,
     );
-    for r in 0..death.num_rows() {
+    for r in 0..d.num_rows() {
         let c = if d_cs.is_valid(r) { d_cs.value(r) } else { 0 };
-        persons.insert(d_ps.value(r));
         ev.push(
             d_ps.value(r),
             c,
-            vocabulary(c),
+            lk.vocabulary(c),
             cdm::DEATH.name,
             d_ps.value(r),
             Some(d_dates.value(r)),
@@ -426,42 +456,105 @@ pub fn cohort_data(
             Assertion::default(),
         );
     }
+    ev.finish()
+}
 
-    let person = src.table(&cdm::PERSON, &["person_id"])?;
-    persons.extend(ints(&person, "person_id")?.values().iter().copied());
-    persons.extend(n_person.values().iter().copied());
+/// Builds the cohort data of a load. With `concepts`, only events of those concepts are kept
+/// (a definition can match no other), while every person still counts for `not`. Reading and
+/// the event passes run on two threads.
+pub fn cohort_data(
+    src: &Source<'_>,
+    concepts: Option<&HashSet<i64>>,
+) -> Result<CohortData, DatasetError> {
+    let wanted: Option<Arc<IdSet>> = concepts.map(|c| Arc::new(c.iter().copied().collect()));
+    let (mentions, rows) = std::thread::scope(|s| {
+        let mentions = s.spawn(|| read_mentions(src, wanted.as_ref()));
+        let rows = read_rows(src, wanted.as_ref());
+        (mentions.join(), rows)
+    });
+    let nlp = mentions.map_err(|_| DatasetError::Poisoned)??;
+    let rows = rows?;
 
-    let op = src.table(
-        &cdm::OBSERVATION_PERIOD,
-        &[
-            "person_id",
-            "observation_period_start_date",
-            "observation_period_end_date",
-        ],
-    )?;
-    persons.extend(ints(&op, "person_id")?.values().iter().copied());
+    let (c_ids, c_domain) = (
+        ints(&rows.concept, "concept_id")?,
+        strings(&rows.concept, "domain_id")?,
+    );
+    let n_ids = ints(&rows.note, "note_id")?;
+    let lk = Lookups {
+        concepts: (0..rows.concept.num_rows())
+            .map(|r| {
+                let table = EVENT_TABLES
+                    .iter()
+                    .position(|e| e.domain == c_domain.value(r));
+                (c_ids.value(r), (r, table))
+            })
+            .collect(),
+        vocab: strings(&rows.concept, "vocabulary_id")?,
+        notes: (0..rows.note.num_rows())
+            .map(|r| (n_ids.value(r), r))
+            .collect(),
+        note_person: ints(&rows.note, "person_id")?,
+        note_date: dates(&rows.note, "note_date")?,
+    };
+    let kinds = classify_mentions(&nlp, &lk, &rows)?;
+    let ids = ints(&nlp, "note_nlp_id")?;
+    let mut claimed = vec![IdSet::default(); EVENT_TABLES.len()];
+    for (r, (_, table)) in kinds.iter().enumerate() {
+        if let Some(t) = table {
+            claimed[*t].insert(ids.value(r));
+        }
+    }
+    // Two thirds of the mentions on one thread; the rest and the clinical rows on the other.
+    let split = nlp.num_rows() * 2 / 3;
+    let (first, rest) = std::thread::scope(|s| {
+        let first = s.spawn(|| mention_events(&nlp, &kinds, 0..split, &lk));
+        let rest = mention_events(&nlp, &kinds, split..nlp.num_rows(), &lk)
+            .and_then(|m| Ok((m, row_events(&rows, &claimed, &lk)?)));
+        (first.join(), rest)
+    });
+    let first = first.map_err(|_| DatasetError::Poisoned)??;
+    let (second, structured) = rest?;
+    let events = concat_batches(&event_schema(), [&first, &second, &structured])?;
+
+    let op = &rows.op;
+    let column = |name| {
+        op.column_by_name(name)
+            .cloned()
+            .ok_or(DatasetError::NoTable)
+    };
     let observation_periods = RecordBatch::try_new(
         observation_period_schema(),
         vec![
-            op.column_by_name("person_id")
-                .cloned()
-                .ok_or(DatasetError::NoTable)?,
-            op.column_by_name("observation_period_start_date")
-                .cloned()
-                .ok_or(DatasetError::NoTable)?,
-            op.column_by_name("observation_period_end_date")
-                .cloned()
-                .ok_or(DatasetError::NoTable)?,
+            column("person_id")?,
+            column("observation_period_start_date")?,
+            column("observation_period_end_date")?,
         ],
     )?;
-
-    let mut persons: Vec<i64> = persons.into_iter().collect();
-    persons.sort_unstable();
     Ok(CohortData {
-        events: ev.finish()?,
-        persons: Int64Array::from(persons),
+        events,
+        persons: ints(&rows.persons, "person_id")?.clone(),
         observation_periods,
     })
+}
+
+/// The SHA-256 of some notes' text (what evidence pointers name a note by).
+pub fn note_hashes(
+    src: &Source<'_>,
+    notes: &HashSet<i64>,
+) -> Result<HashMap<i64, String>, DatasetError> {
+    let ids: Arc<IdSet> = Arc::new(notes.iter().copied().collect());
+    let b = src.table_where(
+        &cdm::NOTE_HASH,
+        &["note_id", "source_note_hash"],
+        Some(&KeepIf {
+            column: "note_id",
+            ids: &ids,
+        }),
+    )?;
+    let (n, h) = (ints(&b, "note_id")?, strings(&b, "source_note_hash")?);
+    Ok((0..b.num_rows())
+        .map(|r| (n.value(r), h.value(r).to_string()))
+        .collect())
 }
 
 /// The caller's own ids for some internal ids: a string id the caller gave (kept as the source

@@ -3,11 +3,11 @@
 //! The load id is derived from the records and the vocabulary version: loading the same
 //! records twice yields the same id and the same dataset.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
@@ -21,6 +21,7 @@ use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use serde::{Deserialize, Serialize};
 
+use super::idhash::IdSet;
 use super::values::sha256_hex;
 
 pub const MANIFEST_SCHEMA: &str = "phiflow.omop.load.v1";
@@ -52,7 +53,7 @@ pub enum DatasetError {
     Arrow(#[from] arrow_schema::ArrowError),
     #[error("manifest: {0}")]
     Manifest(#[from] serde_json::Error),
-    #[error("a row filter's collector was poisoned")]
+    #[error("a reader thread panicked")]
     Poisoned,
 }
 
@@ -143,12 +144,10 @@ pub fn manifest(root: &Path, load_id: &str) -> Result<Manifest, DatasetError> {
     }
 }
 
-/// Keep only the rows whose integer `column` (null read as 0) is in `ids`, and report the
-/// values of `collect` over every row, kept or not.
+/// Keep only the rows whose integer `column` (null read as 0) is in `ids`.
 pub struct KeepIf<'a> {
     pub column: &'static str,
-    pub ids: &'a Arc<HashSet<i64>>,
-    pub collect: Option<&'static str>,
+    pub ids: &'a Arc<IdSet>,
 }
 
 /// Reads one table of a load, only the named columns (all when `columns` is empty).
@@ -158,18 +157,18 @@ pub fn read(
     table: &str,
     columns: &[&str],
 ) -> Result<RecordBatch, DatasetError> {
-    read_where(root, load_id, table, columns, None).map(|(b, _)| b)
+    read_where(root, load_id, table, columns, None)
 }
 
-/// [`read`] with a row filter pushed into the Parquet reader: the filter's columns are
-/// decoded first, and the other columns only for the rows it keeps.
+/// [`read`] with a row filter pushed into the Parquet reader: the filter's column is decoded
+/// first, and the other columns only for the rows it keeps.
 pub fn read_where(
     root: &Path,
     load_id: &str,
     table: &str,
     columns: &[&str],
     keep: Option<&KeepIf<'_>>,
-) -> Result<(RecordBatch, Vec<i64>), DatasetError> {
+) -> Result<RecordBatch, DatasetError> {
     let path = dir(root, load_id)?.join(format!("{table}.parquet"));
     let file = match File::open(&path) {
         Ok(f) => f,
@@ -182,30 +181,18 @@ pub fn read_where(
         }
         Err(e) => return Err(e.into()),
     };
-    let mut builder = ParquetRecordBatchReaderBuilder::try_new(file)?.with_batch_size(64 * 1024);
+    let mut builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
+    // One batch for the whole table: no concatenation afterwards.
+    let rows = usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
+    builder = builder.with_batch_size(rows.max(1));
     if !columns.is_empty() {
         let mask = ProjectionMask::columns(builder.parquet_schema(), columns.iter().copied());
         builder = builder.with_projection(mask);
     }
-    let collected = Arc::new(Mutex::new(Vec::new()));
     if let Some(k) = keep {
-        let mut names = vec![k.column];
-        names.extend(k.collect);
-        let mask = ProjectionMask::columns(builder.parquet_schema(), names);
-        let (ids, sink, column, collect) = (
-            Arc::clone(k.ids),
-            Arc::clone(&collected),
-            k.column,
-            k.collect,
-        );
+        let mask = ProjectionMask::columns(builder.parquet_schema(), [k.column]);
+        let (ids, column) = (Arc::clone(k.ids), k.column);
         let predicate = ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
-            if let Some(c) = collect.and_then(|c| batch.column_by_name(c)) {
-                if let (Some(values), Ok(mut out)) =
-                    (c.as_primitive_opt::<Int64Type>(), sink.lock())
-                {
-                    out.extend(values.iter().flatten());
-                }
-            }
             let values = batch
                 .column_by_name(column)
                 .and_then(|c| c.as_primitive_opt::<Int64Type>())
@@ -221,9 +208,11 @@ pub fn read_where(
     }
     let reader = builder.build()?;
     let schema = reader.schema();
-    let batches = reader.collect::<Result<Vec<_>, _>>()?;
-    let collected = std::mem::take(&mut *collected.lock().map_err(|_| DatasetError::Poisoned)?);
-    Ok((concat_batches(&schema, &batches)?, collected))
+    let mut batches = reader.collect::<Result<Vec<_>, _>>()?;
+    if batches.len() == 1 {
+        return Ok(batches.remove(0));
+    }
+    Ok(concat_batches(&schema, &batches)?)
 }
 
 #[cfg(test)]

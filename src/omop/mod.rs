@@ -8,6 +8,7 @@ pub mod cdm;
 pub mod cohort_data;
 pub mod constraints;
 pub mod dataset;
+pub mod idhash;
 mod records;
 mod table_builder;
 mod values;
@@ -18,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use build::{BuildError, Built, Rejection};
-pub use cohort_data::{Source, caller_ids, cohort_data};
+pub use cohort_data::{Source, caller_ids, cohort_data, note_hashes};
 pub use constraints::Violations;
 pub use dataset::DatasetError;
 pub use records::LineError;
