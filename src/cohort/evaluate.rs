@@ -39,7 +39,7 @@
 use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::cmp::Ordering;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -234,6 +234,64 @@ struct Columns<'a> {
     temporality_codes: OnceCell<Vec<u8>>,
     certainty_codes: OnceCell<Vec<u8>>,
     experiencer_codes: OnceCell<Vec<u8>>,
+    /// Per-row ranks of `domain_table` and `vocabulary_id` among their distinct values (string
+    /// order, so sorting by rank sorts by the string); a null vocabulary ranks `u32::MAX`.
+    domain_ranks: Interned<'a>,
+    vocabulary_ranks: Interned<'a>,
+}
+
+/// A string column as ranks into its sorted distinct values.
+struct Interned<'a> {
+    ranks: Vec<u32>,
+    values: Vec<&'a str>,
+}
+
+impl<'a> Interned<'a> {
+    fn new(a: &'a StringArray) -> Self {
+        // These columns hold a handful of distinct values: a short linear scan beats hashing
+        // every row's string; a hash map takes over should there be many.
+        let mut order: Vec<&'a str> = Vec::new();
+        let mut many: HashMap<&'a str, u32> = HashMap::new();
+        let mut first: Vec<u32> = Vec::with_capacity(a.len());
+        for i in 0..a.len() {
+            if a.is_null(i) {
+                first.push(u32::MAX);
+                continue;
+            }
+            let v = a.value(i);
+            let code = match order.iter().position(|o| *o == v) {
+                Some(p) => p as u32,
+                None if order.len() < 32 => {
+                    order.push(v);
+                    (order.len() - 1) as u32
+                }
+                None => {
+                    let next = (32 + many.len()) as u32;
+                    *many.entry(v).or_insert(next)
+                }
+            };
+            first.push(code);
+        }
+        let mut values: Vec<(&'a str, u32)> = order
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (v, i as u32))
+            .chain(many)
+            .collect();
+        values.sort_unstable();
+        let mut remap = vec![0u32; values.len()];
+        for (rank, (_, code)) in values.iter().enumerate() {
+            remap[*code as usize] = rank as u32;
+        }
+        let ranks = first
+            .into_iter()
+            .map(|c| if c == u32::MAX { c } else { remap[c as usize] })
+            .collect();
+        Self {
+            ranks,
+            values: values.into_iter().map(|(v, _)| v).collect(),
+        }
+    }
 }
 
 impl<'a> Columns<'a> {
@@ -303,6 +361,8 @@ impl<'a> Columns<'a> {
             temporality_codes: OnceCell::new(),
             certainty_codes: OnceCell::new(),
             experiencer_codes: OnceCell::new(),
+            domain_ranks: Interned::new(domain),
+            vocabulary_ranks: Interned::new(vocabulary),
         })
     }
 
@@ -314,6 +374,11 @@ impl<'a> Columns<'a> {
 
     fn domain(&self, row: usize) -> &'a str {
         self.domain.value(row)
+    }
+
+    /// The rank of the row's domain table: compares as the string does.
+    fn domain_rank(&self, row: usize) -> u32 {
+        self.domain_ranks.ranks[row]
     }
 
     /// Position of each row's value in `names` (`names.len()` when it is none of them).
@@ -423,9 +488,16 @@ impl<'p> SetEval<'p> {
         };
         let ids: IdSet = expanded.iter().copied().collect();
         let vocab = set.vocabulary.as_str();
+        // Compared once per distinct vocabulary, then looked up per row.
+        let equal: Vec<bool> = cols
+            .vocabulary_ranks
+            .values
+            .iter()
+            .map(|v| eq_ignore_case(v, vocab))
+            .collect();
+        let ranks = &cols.vocabulary_ranks.ranks;
         let matches = mask(cols.len, |i| {
-            ids.contains(&cols.concept[i])
-                && (cols.vocabulary.is_null(i) || eq_ignore_case(cols.vocabulary.value(i), vocab))
+            ids.contains(&cols.concept[i]) && (ranks[i] == u32::MAX || equal[ranks[i] as usize])
         });
         Self {
             set,
@@ -434,22 +506,25 @@ impl<'p> SetEval<'p> {
         }
     }
 
-    /// Counts per member concept over set matches, each `(domain, event)` once.
+    /// Counts per member concept over set matches. A `(domain, event)` pair appears once in
+    /// the event table (its contract), so each matching row is one occurrence.
     fn provenance(&self, cols: &Columns) -> ConceptSetProvenance {
-        let mut rows: Vec<(i64, i64, i64, usize)> = self
-            .matches
-            .values()
-            .set_indices()
-            .map(|r| (cols.concept[r], cols.person[r], cols.event_id[r], r))
+        let mut per_concept: HashMap<i64, (usize, IdSet), BuildHasherDefault<IdHasher>> =
+            HashMap::default();
+        for r in self.matches.values().set_indices() {
+            let e = per_concept.entry(cols.concept[r]).or_default();
+            e.0 += 1;
+            e.1.insert(cols.person[r]);
+        }
+        let mut matched_members: Vec<MemberCount> = per_concept
+            .into_iter()
+            .map(|(concept_id, (occurrences, persons))| MemberCount {
+                concept_id,
+                patient_count: persons.len(),
+                occurrence_count: occurrences,
+            })
             .collect();
-        rows.sort_unstable_by(|a, b| {
-            (a.0, a.1, a.2)
-                .cmp(&(b.0, b.1, b.2))
-                .then_with(|| cols.domain(a.3).cmp(cols.domain(b.3)))
-        });
-        rows.dedup_by(|a, b| {
-            (a.0, a.1, a.2) == (b.0, b.1, b.2) && cols.domain(a.3) == cols.domain(b.3)
-        });
+        matched_members.sort_unstable_by_key(|m| m.concept_id);
         let mut requested = self.set.concept_ids.clone();
         requested.sort_unstable();
         requested.dedup();
@@ -458,32 +533,9 @@ impl<'p> SetEval<'p> {
             vocabulary: self.set.vocabulary.clone(),
             requested_concept_ids: requested,
             expanded_concept_ids: self.expanded.clone(),
-            matched_members: member_counts(&rows),
+            matched_members,
         }
     }
-}
-
-/// `rows` sorted by (concept, person, …) and deduplicated per event.
-fn member_counts(rows: &[(i64, i64, i64, usize)]) -> Vec<MemberCount> {
-    let mut out: Vec<MemberCount> = Vec::new();
-    let mut last_person = None;
-    for &(concept, person, _, _) in rows {
-        match out.last_mut() {
-            Some(m) if m.concept_id == concept => {
-                m.occurrence_count += 1;
-                if last_person != Some(person) {
-                    m.patient_count += 1;
-                }
-            }
-            _ => out.push(MemberCount {
-                concept_id: concept,
-                patient_count: 1,
-                occurrence_count: 1,
-            }),
-        }
-        last_person = Some(person);
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -579,13 +631,8 @@ fn criterion_hits(
 /// Sorts by (person, event_id, domain, row) and keeps one hit per (person, domain, event).
 fn sort_unique_events(hits: &mut Vec<Hit>, cols: &Columns) {
     let key = |h: &Hit| (h.person, h.event_id);
-    hits.sort_unstable_by(|a, b| {
-        key(a)
-            .cmp(&key(b))
-            .then_with(|| cols.domain(a.row).cmp(cols.domain(b.row)))
-            .then(a.row.cmp(&b.row))
-    });
-    hits.dedup_by(|a, b| key(a) == key(b) && cols.domain(a.row) == cols.domain(b.row));
+    hits.sort_unstable_by_key(|h| (key(h), cols.domain_rank(h.row), h.row));
+    hits.dedup_by_key(|h| (key(h), cols.domain_rank(h.row)));
 }
 
 /// Some anchor date `a` of the person satisfies `a - before <= e <= a + after`, i.e.
@@ -833,7 +880,7 @@ fn evidence_order(a: usize, b: usize, cols: &Columns) -> Ordering {
     date(a)
         .cmp(&date(b))
         .then(cols.event_id[a].cmp(&cols.event_id[b]))
-        .then_with(|| cols.domain(a).cmp(cols.domain(b)))
+        .then_with(|| cols.domain_rank(a).cmp(&cols.domain_rank(b)))
 }
 
 fn pointer(criterion_id: &str, set_id: &str, r: usize, cols: &Columns) -> EvidenceMatch {

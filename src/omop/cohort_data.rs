@@ -95,7 +95,6 @@ fn strings<'a>(
 }
 
 /// Appends events column by column.
-#[derive(Default)]
 struct Events {
     person: Int64Builder,
     concept: Int64Builder,
@@ -122,6 +121,29 @@ struct Mention {
 }
 
 impl Events {
+    /// Builders sized for `n` events, so appending never reallocates and copies.
+    fn with_capacity(n: usize) -> Self {
+        let text = |avg: usize| StringBuilder::with_capacity(n, n * avg);
+        Self {
+            person: Int64Builder::with_capacity(n),
+            concept: Int64Builder::with_capacity(n),
+            vocabulary: text(8),
+            domain: text(20),
+            event: Int64Builder::with_capacity(n),
+            start: Date32Builder::with_capacity(n),
+            end: Date32Builder::with_capacity(n),
+            note: Int64Builder::with_capacity(n),
+            nlp: Int64Builder::with_capacity(n),
+            hash: text(0),
+            span_start: Int64Builder::with_capacity(n),
+            span_end: Int64Builder::with_capacity(n),
+            negated: BooleanBuilder::with_capacity(n),
+            temporality: text(10),
+            certainty: text(9),
+            experiencer: text(7),
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
@@ -188,16 +210,32 @@ struct Rows {
     op: RecordBatch,
     /// Every person of the load.
     persons: RecordBatch,
+    /// Per clinical table, the ids of rows derived from a mention (they share the mention's
+    /// id and carry the NLP type concept).
+    derived: Vec<IdSet>,
+    /// concept id → (row in `concept`, the clinical table of its domain)
+    concept_rows: IdMap<(usize, Option<usize>)>,
+    /// note id → row in `note`
+    note_rows: IdMap<usize>,
 }
 
 fn read_rows(src: &Source<'_>, wanted: Option<&Arc<IdSet>>) -> Result<Rows, DatasetError> {
     let keep = |column: &'static str| wanted.map(|ids| KeepIf { column, ids });
     let mut events = Vec::with_capacity(EVENT_TABLES.len());
+    let mut derived = Vec::with_capacity(EVENT_TABLES.len());
     for et in &EVENT_TABLES {
         let pk = et.table.primary_key.unwrap_or("person_id");
         let mut cols = vec![pk, "person_id", et.concept, et.start_date, et.type_concept];
         cols.extend(et.end_date);
-        events.push(src.table_where(et.table, &cols, keep(et.concept).as_ref())?);
+        let b = src.table_where(et.table, &cols, keep(et.concept).as_ref())?;
+        let (ids, types) = (ints(&b, pk)?, ints(&b, et.type_concept)?);
+        derived.push(
+            (0..b.num_rows())
+                .filter(|r| types.value(*r) == cdm::NLP_TYPE_CONCEPT)
+                .map(|r| ids.value(r))
+                .collect::<IdSet>(),
+        );
+        events.push(b);
     }
     let visit = src.table_where(
         &cdm::VISIT_OCCURRENCE,
@@ -215,9 +253,27 @@ fn read_rows(src: &Source<'_>, wanted: Option<&Arc<IdSet>>) -> Result<Rows, Data
         &["person_id", "death_date", "cause_concept_id"],
         keep("cause_concept_id").as_ref(),
     )?;
+    let concept = src.table(&cdm::CONCEPT, &["concept_id", "vocabulary_id", "domain_id"])?;
+    let (c_ids, c_domain) = (
+        ints(&concept, "concept_id")?,
+        strings(&concept, "domain_id")?,
+    );
+    let concept_rows = (0..concept.num_rows())
+        .map(|r| {
+            let table = EVENT_TABLES
+                .iter()
+                .position(|e| e.domain == c_domain.value(r));
+            (c_ids.value(r), (r, table))
+        })
+        .collect();
+    let note = src.table(&cdm::NOTE, &["note_id", "person_id", "note_date"])?;
+    let n_ids = ints(&note, "note_id")?;
+    let note_rows = (0..note.num_rows()).map(|r| (n_ids.value(r), r)).collect();
     Ok(Rows {
-        concept: src.table(&cdm::CONCEPT, &["concept_id", "vocabulary_id", "domain_id"])?,
-        note: src.table(&cdm::NOTE, &["note_id", "person_id", "note_date"])?,
+        concept,
+        note,
+        concept_rows,
+        note_rows,
         events,
         visit,
         death,
@@ -230,19 +286,21 @@ fn read_rows(src: &Source<'_>, wanted: Option<&Arc<IdSet>>) -> Result<Rows, Data
             ],
         )?,
         persons: src.table(&cdm::PERSON_INDEX, &["person_id"])?,
+        derived,
     })
 }
 
-/// The kept mentions.
+/// The kept mentions, each with its assertion and whether it claims to stand for a clinical
+/// row (`term_exists = 'Y'` and asserted).
 fn read_mentions(
     src: &Source<'_>,
     wanted: Option<&Arc<IdSet>>,
-) -> Result<RecordBatch, DatasetError> {
+) -> Result<(RecordBatch, Vec<(Assertion, bool)>), DatasetError> {
     let keep = wanted.map(|ids| KeepIf {
         column: "note_nlp_concept_id",
         ids,
     });
-    src.table_where(
+    let nlp = src.table_where(
         &cdm::NOTE_NLP,
         &[
             "note_nlp_id",
@@ -253,16 +311,40 @@ fn read_mentions(
             "term_modifiers",
         ],
         keep.as_ref(),
-    )
+    )?;
+    let (exists, modifiers) = (
+        strings(&nlp, "term_exists")?,
+        strings(&nlp, "term_modifiers")?,
+    );
+    // A load has a handful of distinct modifier strings: parse each once.
+    let mut cache: HashMap<&str, Assertion> = HashMap::new();
+    let assertions = (0..nlp.num_rows())
+        .map(|r| {
+            let flag = exists.is_valid(r).then(|| exists.value(r));
+            let mut a = if modifiers.is_valid(r) {
+                let m = modifiers.value(r);
+                *cache
+                    .entry(m)
+                    .or_insert_with(|| Assertion::from_modifiers(m).unwrap_or_default())
+            } else {
+                Assertion::default()
+            };
+            if flag == Some("N") && a.asserted() {
+                a.negated = true;
+            }
+            (a, flag == Some("Y") && a.asserted())
+        })
+        .collect();
+    Ok((nlp, assertions))
 }
 
 /// Lookups shared by the event passes.
 struct Lookups<'a> {
     /// concept id → (row in the concept table, the clinical table of its domain)
-    concepts: IdMap<(usize, Option<usize>)>,
+    concepts: &'a IdMap<(usize, Option<usize>)>,
     vocab: &'a arrow_array::StringArray,
     /// note id → row in the note table
-    notes: IdMap<usize>,
+    notes: &'a IdMap<usize>,
     note_person: &'a Int64Array,
     note_date: &'a arrow_array::PrimitiveArray<Date32Type>,
 }
@@ -277,57 +359,31 @@ impl Lookups<'_> {
 /// row's table (the mention then stands for the row).
 fn classify_mentions(
     nlp: &RecordBatch,
+    assertions: &[(Assertion, bool)],
     lk: &Lookups<'_>,
     rows: &Rows,
 ) -> Result<Vec<(Assertion, Option<usize>)>, DatasetError> {
-    let (ids, notes, concepts, exists, modifiers) = (
+    let (ids, notes, concepts) = (
         ints(nlp, "note_nlp_id")?,
         ints(nlp, "note_id")?,
         ints(nlp, "note_nlp_concept_id")?,
-        strings(nlp, "term_exists")?,
-        strings(nlp, "term_modifiers")?,
     );
-    // Clinical rows derived from a mention share its id and carry the NLP type concept.
-    let mut derived: Vec<IdSet> = Vec::with_capacity(EVENT_TABLES.len());
-    for (et, b) in EVENT_TABLES.iter().zip(&rows.events) {
-        let pk = et.table.primary_key.unwrap_or("person_id");
-        let (rids, types) = (ints(b, pk)?, ints(b, et.type_concept)?);
-        derived.push(
-            (0..b.num_rows())
-                .filter(|r| types.value(*r) == cdm::NLP_TYPE_CONCEPT)
-                .map(|r| rids.value(r))
-                .collect(),
-        );
-    }
-    // A load has a handful of distinct modifier strings: parse each once.
-    let mut cache: HashMap<&str, Assertion> = HashMap::new();
-    let mut out = Vec::with_capacity(nlp.num_rows());
-    for r in 0..nlp.num_rows() {
-        let flag = exists.is_valid(r).then(|| exists.value(r));
-        let mut a = if modifiers.is_valid(r) {
-            let m = modifiers.value(r);
-            *cache
-                .entry(m)
-                .or_insert_with(|| Assertion::from_modifiers(m).unwrap_or_default())
-        } else {
-            Assertion::default()
-        };
-        if flag == Some("N") && a.asserted() {
-            a.negated = true;
-        }
-        let concept = if concepts.is_valid(r) {
-            concepts.value(r)
-        } else {
-            0
-        };
-        let id = ids.value(r);
-        let table = (flag == Some("Y") && a.asserted() && lk.notes.contains_key(&notes.value(r)))
-            .then(|| lk.concepts.get(&concept).and_then(|(_, t)| *t))
-            .flatten()
-            .filter(|t| derived[*t].contains(&id));
-        out.push((a, table));
-    }
-    Ok(out)
+    Ok(assertions
+        .iter()
+        .enumerate()
+        .map(|(r, &(a, claims))| {
+            let concept = if concepts.is_valid(r) {
+                concepts.value(r)
+            } else {
+                0
+            };
+            let table = (claims && lk.notes.contains_key(&notes.value(r)))
+                .then(|| lk.concepts.get(&concept).and_then(|(_, t)| *t))
+                .flatten()
+                .filter(|t| rows.derived[*t].contains(&ids.value(r)));
+            (a, table)
+        })
+        .collect())
 }
 
 /// Events of the mentions in `range`.
@@ -343,7 +399,7 @@ fn mention_events(
         strings(nlp, "offset")?,
         ints(nlp, "note_nlp_concept_id")?,
     );
-    let mut ev = Events::default();
+    let mut ev = Events::with_capacity(range.len());
     for r in range {
         let note_id = notes.value(r);
         // A mention of a note the load does not have belongs to no one; validation reports it.
@@ -385,7 +441,10 @@ fn row_events(
     claimed: &[IdSet],
     lk: &Lookups<'_>,
 ) -> Result<RecordBatch, DatasetError> {
-    let mut ev = Events::default();
+    let n = rows.events.iter().map(RecordBatch::num_rows).sum::<usize>()
+        + rows.visit.num_rows()
+        + rows.death.num_rows();
+    let mut ev = Events::with_capacity(n);
     for (t, (et, b)) in EVENT_TABLES.iter().zip(&rows.events).enumerate() {
         let pk = et.table.primary_key.unwrap_or("person_id");
         let (ids, ps, cs, starts) = (
@@ -472,31 +531,17 @@ pub fn cohort_data(
         let rows = read_rows(src, wanted.as_ref());
         (mentions.join(), rows)
     });
-    let nlp = mentions.map_err(|_| DatasetError::Poisoned)??;
+    let (nlp, assertions) = mentions.map_err(|_| DatasetError::Poisoned)??;
     let rows = rows?;
 
-    let (c_ids, c_domain) = (
-        ints(&rows.concept, "concept_id")?,
-        strings(&rows.concept, "domain_id")?,
-    );
-    let n_ids = ints(&rows.note, "note_id")?;
     let lk = Lookups {
-        concepts: (0..rows.concept.num_rows())
-            .map(|r| {
-                let table = EVENT_TABLES
-                    .iter()
-                    .position(|e| e.domain == c_domain.value(r));
-                (c_ids.value(r), (r, table))
-            })
-            .collect(),
+        concepts: &rows.concept_rows,
         vocab: strings(&rows.concept, "vocabulary_id")?,
-        notes: (0..rows.note.num_rows())
-            .map(|r| (n_ids.value(r), r))
-            .collect(),
+        notes: &rows.note_rows,
         note_person: ints(&rows.note, "person_id")?,
         note_date: dates(&rows.note, "note_date")?,
     };
-    let kinds = classify_mentions(&nlp, &lk, &rows)?;
+    let kinds = classify_mentions(&nlp, &assertions, &lk, &rows)?;
     let ids = ints(&nlp, "note_nlp_id")?;
     let mut claimed = vec![IdSet::default(); EVENT_TABLES.len()];
     for (r, (_, table)) in kinds.iter().enumerate() {
