@@ -534,6 +534,11 @@ impl Builder {
                 .unwrap_or_else(|| TableBuilder::new(t));
             tables.push((t.name, builder.finish()?));
         }
+        for (name, batch) in tables.iter_mut() {
+            if let Some(column) = concept_column(name) {
+                *batch = sorted_by(batch, column)?;
+            }
+        }
         let index = person_index(&tables)?;
         let at = cdm::TABLES
             .iter()
@@ -551,6 +556,38 @@ impl Builder {
             records,
         })
     }
+}
+
+/// The concept column a table is clustered by: cohorts filter on it, and sorted rows give
+/// each Parquet row group a narrow concept range to skip by.
+fn concept_column(table: &str) -> Option<&'static str> {
+    if table == cdm::NOTE_NLP.name {
+        return Some("note_nlp_concept_id");
+    }
+    cdm::EVENT_TABLES
+        .iter()
+        .find(|e| e.table.name == table)
+        .map(|e| e.concept)
+}
+
+/// The rows of `batch` ordered by an integer column (stable; nulls first).
+fn sorted_by(batch: &RecordBatch, column: &str) -> Result<RecordBatch, ArrowError> {
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    let Some(values) = batch
+        .column_by_name(column)
+        .and_then(|c| c.as_primitive_opt::<Int64Type>())
+    else {
+        return Ok(batch.clone());
+    };
+    let mut order: Vec<u32> = (0..batch.num_rows() as u32).collect();
+    order.sort_by_key(|&i| {
+        values
+            .is_valid(i as usize)
+            .then(|| values.value(i as usize))
+    });
+    arrow_select::take::take_record_batch(batch, &arrow_array::UInt32Array::from(order))
 }
 
 /// The `phiflow_person` table: the person ids of every table that has them.

@@ -19,6 +19,7 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ArrowPredicateFn, ParquetRecordBatchReaderBuilder, RowFilter};
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
+use parquet::file::statistics::Statistics;
 use serde::{Deserialize, Serialize};
 
 use super::idhash::IdSet;
@@ -88,6 +89,18 @@ pub fn write(
     manifest: &Manifest,
     tables: &[(&'static str, RecordBatch)],
 ) -> Result<PathBuf, DatasetError> {
+    write_grouped(root, manifest, tables, ROW_GROUP_ROWS)
+}
+
+/// Rows per Parquet row group: the unit a concept filter skips.
+const ROW_GROUP_ROWS: usize = 128 * 1024;
+
+fn write_grouped(
+    root: &Path,
+    manifest: &Manifest,
+    tables: &[(&'static str, RecordBatch)],
+    row_group_rows: usize,
+) -> Result<PathBuf, DatasetError> {
     let target = dir(root, &manifest.load_id)?;
     if target.join("manifest.json").is_file() {
         return Ok(target);
@@ -99,7 +112,7 @@ pub fn write(
         uuid::Uuid::new_v4()
     ));
     fs::create_dir_all(&tmp)?;
-    let result = write_into(&tmp, manifest, tables).and_then(|()| {
+    let result = write_into(&tmp, manifest, tables, row_group_rows).and_then(|()| {
         match fs::rename(&tmp, &target) {
             Ok(()) => Ok(()),
             // A concurrent identical load won the race; its data is the same.
@@ -117,10 +130,11 @@ fn write_into(
     dir: &Path,
     manifest: &Manifest,
     tables: &[(&'static str, RecordBatch)],
+    row_group_rows: usize,
 ) -> Result<(), DatasetError> {
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
-        .set_max_row_group_row_count(Some(128 * 1024))
+        .set_max_row_group_row_count(Some(row_group_rows))
         .build();
     for (name, batch) in tables {
         let file = File::create(dir.join(format!("{name}.parquet")))?;
@@ -190,6 +204,8 @@ pub fn read_where(
         builder = builder.with_projection(mask);
     }
     if let Some(k) = keep {
+        let groups = row_groups_that_may_match(&builder, k);
+        builder = builder.with_row_groups(groups);
         let mask = ProjectionMask::columns(builder.parquet_schema(), [k.column]);
         let (ids, column) = (Arc::clone(k.ids), k.column);
         let predicate = ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
@@ -213,6 +229,35 @@ pub fn read_where(
         return Ok(batches.remove(0));
     }
     Ok(concat_batches(&schema, &batches)?)
+}
+
+/// The row groups whose min/max statistics for the filter column admit a wanted id (all of
+/// them when a group has no statistics). Loads sort the clinical tables and `note_nlp` by
+/// concept, so a concept filter skips most groups without decoding them.
+fn row_groups_that_may_match(
+    builder: &ParquetRecordBatchReaderBuilder<File>,
+    k: &KeepIf<'_>,
+) -> Vec<usize> {
+    let schema = builder.parquet_schema();
+    let leaf = (0..schema.num_columns()).find(|i| schema.column(*i).name() == k.column);
+    let wanted_null = k.ids.contains(&0);
+    builder
+        .metadata()
+        .row_groups()
+        .iter()
+        .enumerate()
+        .filter(|(_, rg)| {
+            let Some(Statistics::Int64(st)) = leaf.and_then(|l| rg.column(l).statistics()) else {
+                return true;
+            };
+            let (Some(min), Some(max)) = (st.min_opt(), st.max_opt()) else {
+                return true;
+            };
+            (wanted_null && st.null_count_opt().is_none_or(|n| n > 0))
+                || k.ids.iter().any(|id| (min..=max).contains(&id))
+        })
+        .map(|(i, _)| i)
+        .collect()
 }
 
 #[cfg(test)]
@@ -256,6 +301,50 @@ mod tests {
         ));
         // Writing the same load again keeps the first dataset.
         write(&root, &m, &built.tables).unwrap();
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_concept_filter_skips_row_groups_and_keeps_exact_rows() {
+        // Ten mentions of concepts 1..=10, stored in concept order, two rows per group.
+        let entities: Vec<String> = (1..=10)
+            .rev()
+            .map(|c| format!(r#"{{"start":0,"end":1,"domain":"condition","concept_id":{c}}}"#))
+            .collect();
+        let records = format!(
+            r#"{{"note_id":1,"person_id":1,"note_date":"2024-01-01","entities":[{}]}}"#,
+            entities.join(",")
+        );
+        let built = build(&records).unwrap();
+        let root = std::env::temp_dir().join(format!("phiflow-omop-{}", uuid::Uuid::new_v4()));
+        let m = Manifest {
+            schema_version: MANIFEST_SCHEMA.into(),
+            load_id: load_id(&records, None),
+            cdm_version: "5.4".into(),
+            vocabulary_version: None,
+            created_at: "2026-01-01T00:00:00Z".into(),
+            row_counts: BTreeMap::new(),
+        };
+        write_grouped(&root, &m, &built.tables, 2).unwrap();
+        let ids: Arc<IdSet> = Arc::new([4, 9].into_iter().collect());
+        let keep = KeepIf {
+            column: "note_nlp_concept_id",
+            ids: &ids,
+        };
+        let path = root.join(&m.load_id).join("note_nlp.parquet");
+        let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap();
+        // Groups hold concepts {1,2} {3,4} {5,6} {7,8} {9,10}: 4 is in group 1, 9 in group 4.
+        assert_eq!(row_groups_that_may_match(&builder, &keep), vec![1, 4]);
+        let b = read_where(
+            &root,
+            &m.load_id,
+            "note_nlp",
+            &["note_nlp_concept_id"],
+            Some(&keep),
+        )
+        .unwrap();
+        let got: Vec<i64> = b.column(0).as_primitive::<Int64Type>().values().to_vec();
+        assert_eq!(got, vec![4, 9]);
         fs::remove_dir_all(&root).unwrap();
     }
 }

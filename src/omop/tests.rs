@@ -72,30 +72,31 @@ fn a_grounded_note_becomes_cdm_rows() {
     assert_eq!(ints(note, "visit_occurrence_id"), vec![Some(visit_id)]);
     assert_eq!(strs(note, "note_source_value"), vec![Some("n-1".into())]);
 
-    // Three entities load: fever (negated), pneumonia, asthma (family). The gene is an
-    // unsupported domain, 5-99 runs past the 40-character text, the third lacks a start, and
-    // the last repeats pneumonia.
+    // Three entities load: fever (negated), pneumonia, asthma (family), stored in concept
+    // order (pneumonia 255848, asthma 317009, fever 437663). The gene is an unsupported
+    // domain, 5-99 runs past the 40-character text, the third lacks a start, and the last
+    // repeats pneumonia.
     let nlp_rows = table(&b, "note_nlp");
     assert_eq!(
         ints(nlp_rows, "note_nlp_id"),
         vec![
-            Some(nlp(3, 8, 437663)),
             Some(nlp(10, 19, 255848)),
-            Some(nlp(32, 38, 317009))
+            Some(nlp(32, 38, 317009)),
+            Some(nlp(3, 8, 437663)),
         ]
     );
     assert_eq!(
         strs(nlp_rows, "lexical_variant"),
         vec![
-            Some("fever".into()),
             Some("Pneumonia".into()),
-            Some("asthma".into())
+            Some("asthma".into()),
+            Some("fever".into()),
         ]
     );
-    assert_eq!(strs(nlp_rows, "offset")[1], Some("10-19".into()));
+    assert_eq!(strs(nlp_rows, "offset")[0], Some("10-19".into()));
     assert_eq!(
         strs(nlp_rows, "term_exists"),
-        vec![Some("N".into()), Some("Y".into()), Some("N".into())]
+        vec![Some("Y".into()), Some("N".into()), Some("N".into())]
     );
     assert_eq!(
         b.rejection_counts
@@ -267,32 +268,32 @@ fn cohort_data_flattens_mentions_and_rows_once() {
     let b = build(&records).unwrap();
     let data = cohort_data(&Source::Memory(&b.tables), None).unwrap();
     let e = &data.events;
-    // 3 mentions (one of them the pneumonia condition, represented once), the plain
-    // condition, and the synthesized visit.
+    // 3 mentions in concept order (the pneumonia one standing for its condition row, asthma,
+    // the negated fever), the plain condition, and the synthesized visit.
     assert_eq!(e.num_rows(), 5);
     let domains = strs(e, "domain_table");
     assert_eq!(
         domains,
         vec![
-            Some("note_nlp".into()),
             Some("condition_occurrence".into()),
+            Some("note_nlp".into()),
             Some("note_nlp".into()),
             Some("condition_occurrence".into()),
             Some("visit_occurrence".into()),
         ]
     );
-    assert_eq!(strs(e, "vocabulary_id")[1], Some("SNOMED".into()));
+    assert_eq!(strs(e, "vocabulary_id")[0], Some("SNOMED".into()));
     assert_eq!(strs(e, "vocabulary_id")[3], None);
-    assert_eq!(strs(e, "experiencer")[2], Some("family".into()));
+    assert_eq!(strs(e, "experiencer")[1], Some("family".into()));
     let neg = e.column_by_name("negated").unwrap().as_boolean();
-    assert!(neg.value(0) && !neg.value(1));
-    assert_eq!(ints(e, "span_start")[1], Some(10));
-    assert_eq!(ints(e, "span_end")[1], Some(19));
+    assert!(neg.value(2) && !neg.value(0));
+    assert_eq!(ints(e, "span_start")[0], Some(10));
+    assert_eq!(ints(e, "span_end")[0], Some(19));
     let end = e
         .column_by_name("end_date")
         .unwrap()
         .as_primitive::<Date32Type>();
-    assert!(end.is_null(1));
+    assert!(end.is_null(0));
     let p = stable_id(&["person", "p-1"]);
     let mut want = vec![1, 2, p];
     want.sort();
