@@ -101,11 +101,23 @@ pub async fn resolve(State(state): State<AppState>, req: Request) -> Result<Resp
         ),
     };
     let root = omop::root(&s.data_dir);
+    let kind = match definition {
+        Definition::Phenotype(_) => "phenotype",
+        Definition::Circe(_) => "circe",
+    };
     let answer = tokio::task::spawn_blocking(move || {
         run(&root, &definition, &raw, &Hierarchy::new(&edges), &records)
     })
     .await
     .map_err(|e| ApiError::Internal(format!("cohort task failed: {e}")))??;
+    crate::metrics::Metrics::global()
+        .cohort_resolutions
+        .inc_by(&[kind], 1);
+    tracing::info!(
+        kind,
+        patients = answer["count"].as_u64().unwrap_or(0),
+        "cohort resolved"
+    );
     Ok(Json(answer).into_response())
 }
 

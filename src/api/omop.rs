@@ -28,10 +28,14 @@ pub async fn load(State(state): State<AppState>, req: Request) -> Result<Respons
     .await
     .map_err(|e| ApiError::Internal(format!("omop load task failed: {e}")))?
     .map_err(load_error)?;
+    let rejected: usize = report.rejection_counts.values().sum();
+    let m = crate::metrics::Metrics::global();
+    m.omop_records.inc_by(&["loaded"], report.records as u64);
+    m.omop_records.inc_by(&["rejected"], rejected as u64);
     tracing::info!(
         load_id = %report.load_id,
         records = report.records,
-        rejected = report.rejection_counts.values().sum::<usize>(),
+        rejected,
         "omop load stored"
     );
     Ok(Json(report).into_response())

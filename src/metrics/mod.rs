@@ -54,6 +54,10 @@ pub const JOB_OUTCOMES: [&str; 5] = ["accepted", "succeeded", "failed", "cancell
 pub const JOB_DOCUMENT_OUTCOMES: [&str; 2] = ["ok", "error"];
 /// `outcome` values of `phiflow_webhook_deliveries_total`.
 pub const WEBHOOK_OUTCOMES: [&str; 3] = ["delivered", "retry", "failed"];
+/// `outcome` values of `phiflow_omop_records_total`.
+pub const OMOP_RECORD_OUTCOMES: [&str; 2] = ["loaded", "rejected"];
+/// `kind` values of `phiflow_cohort_resolutions_total`.
+pub const COHORT_KINDS: [&str; 2] = ["phenotype", "circe"];
 /// `type` values of `phiflow_stream_records_total`.
 pub const STREAM_RECORD_TYPES: [&str; 4] = ["emit", "final", "error", "chunk"];
 
@@ -127,6 +131,11 @@ pub struct Metrics {
     /// `phiflow_ingested_resources_total{resource_type}`; prefer
     /// [`Metrics::record_ingested_resources`], which applies the allow-list.
     pub ingested_resources: CounterVec<1>,
+    /// `phiflow_omop_records_total{outcome}`: records of stored OMOP loads (a note with a
+    /// rejected entity is still loaded; the entity counts as rejected).
+    pub omop_records: CounterVec<1>,
+    /// `phiflow_cohort_resolutions_total{kind}`.
+    pub cohort_resolutions: CounterVec<1>,
     /// `phiflow_stream_records_total{route,type}`.
     pub stream_records: CounterVec<2>,
     /// `phiflow_build_info{version}` (always 1).
@@ -254,6 +263,16 @@ impl Metrics {
                 "Ingested FHIR resources by allow-listed resource type.",
                 ["resource_type"],
             ),
+            omop_records: r.counter_vec(
+                "phiflow_omop_records_total",
+                "Records of OMOP loads: loaded lines and rejected records or entities.",
+                ["outcome"],
+            ),
+            cohort_resolutions: r.counter_vec(
+                "phiflow_cohort_resolutions_total",
+                "Cohort resolutions answered, by definition kind.",
+                ["kind"],
+            ),
             stream_records: r.counter_vec(
                 "phiflow_stream_records_total",
                 "Streamed response records by route and record type.",
@@ -279,6 +298,12 @@ impl Metrics {
         }
         for outcome in WEBHOOK_OUTCOMES {
             m.webhook_deliveries.inc_by(&[outcome], 0);
+        }
+        for outcome in OMOP_RECORD_OUTCOMES {
+            m.omop_records.inc_by(&[outcome], 0);
+        }
+        for kind in COHORT_KINDS {
+            m.cohort_resolutions.inc_by(&[kind], 0);
         }
         m
     }
