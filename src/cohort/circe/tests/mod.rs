@@ -7,5 +7,4 @@ mod accept;
 mod evaluate;
 mod groups;
 mod reject;
-mod timing;
 mod windows;
