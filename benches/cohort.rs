@@ -199,7 +199,7 @@ fn main() {
     let load_peak = peak_rss_mb();
     let rejected: usize = report.rejection_counts.values().sum();
     println!(
-        "load: {load_s:.2} s ({:.0} records/s), peak RSS {load_peak:.0} MB (the JSONL text included), {} events rows, {rejected} rejected",
+        "load: {load_s:.2} s ({:.0} records/s), peak RSS {load_peak:.0} MB (the JSONL text included), {} rows in all tables, {rejected} rejected",
         n as f64 / load_s,
         report.row_counts.values().sum::<usize>()
     );
