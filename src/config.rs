@@ -117,6 +117,23 @@ pub struct Settings {
     /// without it each request draws a random key. Never logged or returned.
     #[arg(long, env = "SERVICE_DEID_SECRET_KEY", hide_env_values = true)]
     pub deid_secret_key: Option<String>,
+    /// The privacy gateway's upstream: the full URL of an OpenAI-compatible chat completions
+    /// endpoint (e.g. `http://127.0.0.1:8000/v1/chat/completions`). Unset: the gateway
+    /// answers 503 `gateway_not_configured`. Requests never carry a URL of their own.
+    #[arg(long, env = "SERVICE_GATEWAY_URL")]
+    pub gateway_url: Option<String>,
+    /// The `model` sent to the gateway's upstream.
+    #[arg(long, env = "SERVICE_GATEWAY_MODEL", default_value = "default")]
+    pub gateway_model: String,
+    /// Bearer token for the gateway's upstream. Never logged or returned.
+    #[arg(long, env = "SERVICE_GATEWAY_API_KEY", hide_env_values = true)]
+    pub gateway_api_key: Option<String>,
+    /// Time limit of one upstream call, in seconds.
+    #[arg(long, env = "SERVICE_GATEWAY_TIMEOUT_SECONDS", default_value_t = 30.0)]
+    pub gateway_timeout_seconds: f64,
+    /// The gateway's hash-chained audit log (JSON lines); default `<data_dir>/gateway-audit.jsonl`.
+    #[arg(long, env = "SERVICE_GATEWAY_AUDIT_LOG")]
+    pub gateway_audit_log: Option<PathBuf>,
     /// Log as JSON lines.
     #[arg(long, env = "SERVICE_LOG_JSON", default_value_t = false)]
     pub log_json: bool,

@@ -9,6 +9,7 @@ pub mod config;
 pub mod datafiles;
 pub mod deid;
 pub mod eval;
+pub mod gateway;
 pub mod inference;
 pub mod jobs;
 pub mod metrics;

@@ -6,7 +6,7 @@ use axum::routing::{MethodRouter, delete, get, post};
 
 use super::state::AppState;
 use super::validate::Schema;
-use super::{cohort, deidentify, detect, docs, jobs, omop, ops, pending, schemas, stream};
+use super::{cohort, deidentify, gateway, detect, docs, jobs, omop, ops, pending, schemas, stream};
 
 /// What a success response carries.
 #[derive(Clone, Copy, Debug)]
@@ -43,6 +43,7 @@ pub struct Route {
 
 const MODEL: &[u16] = &[404, 413, 415, 422, 503, 504];
 const PENDING: &[u16] = &[413, 415, 422, 501];
+const GATEWAY: &[u16] = &[400, 404, 413, 415, 422, 502, 503, 504];
 const OMOP: &[u16] = &[413, 415, 422, 504];
 const COHORT: &[u16] = &[404, 413, 415, 422, 504];
 
@@ -108,10 +109,10 @@ pub fn routes() -> Vec<Route> {
         route(Method::GET, "/jobs/{job_id}/results", || get(jobs::results), "get_job_results",
             "jobs", "Each finished document's de-identified text, as NDJSON",
             None, 200, Ndjson("JobResultLine"), &[404, 503]),
-        route(Method::POST, "/privacy-gateway/complete", || post(pending::privacy_gateway),
+        route(Method::POST, "/privacy-gateway/complete", || post(gateway::complete),
             "privacy_gateway_complete", "gateway",
             "Redact a prompt, send it to the configured LLM, restore placeholders",
-            Some(&schemas::PRIVACY_GATEWAY), 200, Json("OpenObject"), PENDING),
+            Some(&schemas::PRIVACY_GATEWAY), 200, Json("GatewayResponse"), GATEWAY),
         route(Method::POST, "/omop/load", || post(omop::load), "omop_load", "omop",
             "Load grounded notes and OMOP CDM rows into Arrow and Parquet",
             Some(&schemas::OMOP_LOAD), 200, Json("OmopLoadReport"), OMOP),

@@ -48,6 +48,8 @@ pub enum ApiError {
     Timeout {
         seconds: f64,
     },
+    /// The privacy gateway refused or could not finish (400, 502, 503 with a reason code).
+    Gateway(crate::gateway::Failure),
     Internal(String),
 }
 
@@ -137,6 +139,7 @@ impl ApiError {
             Self::Busy { code, message, .. } => (code, message),
             Self::Auth(failure) => (failure.code(), failure.message()),
             Self::Timeout { .. } => ("timeout", "The request took longer than the service allows"),
+            Self::Gateway(f) => (f.code(), f.message()),
             Self::Internal(detail) => {
                 // The detail stays in the log (it never holds caller text); the body says nothing.
                 tracing::error!(error = %detail, "internal error");
@@ -196,6 +199,10 @@ impl ApiError {
             Self::Timeout { seconds } => (
                 StatusCode::GATEWAY_TIMEOUT,
                 json!({ "timeout_seconds": seconds }),
+            ),
+            Self::Gateway(f) => (
+                StatusCode::from_u16(f.status()).unwrap_or(StatusCode::BAD_GATEWAY),
+                json!({ "reason": f.reason() }),
             ),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, Value::Null),
         };

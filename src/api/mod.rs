@@ -13,6 +13,7 @@ mod middleware;
 mod omop;
 pub mod openapi;
 mod openapi_components;
+mod gateway;
 mod ops;
 mod pending;
 mod schemas;
@@ -141,6 +142,28 @@ fn open_jobs(
     Ok(crate::jobs::Jobs::open(job_settings, Arc::new(processor))?)
 }
 
+/// The privacy gateway, when an upstream is configured. A broken audit chain stops the start:
+/// the gateway must not go on appending to a log it cannot vouch for.
+fn open_gateway(settings: &Settings) -> Result<Option<Arc<state::Gateway>>, StartError> {
+    let Some(url) = settings.gateway_url.as_deref().filter(|u| !u.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let upstream = crate::gateway::Upstream::new(
+        url.trim(),
+        &settings.gateway_model,
+        settings.gateway_api_key.as_deref(),
+        settings.gateway_timeout_seconds,
+    )
+    .map_err(|e| StartError::Settings(e.to_string()))?;
+    let path = settings
+        .gateway_audit_log
+        .clone()
+        .unwrap_or_else(|| settings.data_dir.join("gateway-audit.jsonl"));
+    let audit = crate::gateway::AuditLog::open(&path)
+        .map_err(|e| StartError::Settings(format!("SERVICE_GATEWAY_AUDIT_LOG: {e}")))?;
+    Ok(Some(Arc::new(state::Gateway { upstream, audit })))
+}
+
 /// The HTTPS server configuration, when a certificate is configured.
 fn tls_server(settings: &Settings) -> Result<Option<Arc<crate::tls::TlsServer>>, StartError> {
     match crate::tls::TlsSettings::from_lookup(|name| settings.tls.lookup(name))? {
@@ -186,7 +209,9 @@ fn build(settings: Settings, with_jobs: bool) -> Result<AppState, StartError> {
         crate::auth::AuthConfig::from_lookup(|name| settings.auth.lookup(name))?,
     )?);
     let tls = tls_server(&settings)?;
+    let gateway = open_gateway(&settings)?;
     let state = AppState {
+        gateway,
         auth,
         tls,
         settings,

@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 use super::error::ApiError;
 use super::validate::Violation;
 use crate::auth::AuthFailure;
+use crate::gateway::{BlockReason, Failure, TransportReason};
 
 pub fn tags() -> Value {
     json!([
@@ -63,6 +64,11 @@ pub fn error_responses() -> Value {
     };
     let cases: Vec<(u16, &str, ApiError)> = vec![
         (
+            400,
+            "The privacy gateway refused (details.reason: the fail-closed rule)",
+            ApiError::Gateway(Failure::Blocked(BlockReason::ConfidenceBelowThreshold)),
+        ),
+        (
             401,
             "Missing or invalid credentials",
             ApiError::Auth(AuthFailure::Invalid),
@@ -115,9 +121,14 @@ pub fn error_responses() -> Value {
             501,
             "Valid request for a capability not built yet",
             ApiError::NotImplemented {
-                route: "POST /omop/load",
-                issue: 6,
+                route: "POST /v1/decisions",
+                issue: 7,
             },
+        ),
+        (
+            502,
+            "The gateway's upstream failed or gave an unusable answer",
+            ApiError::Gateway(Failure::Transport(TransportReason::Failed)),
         ),
         (
             503,
@@ -539,6 +550,25 @@ pub fn schemas() -> Map<String, Value> {
                             "matched_patient_count": int, "evidence_pointer_count": int,
                             "concept_sets": { "type": "array", "items": any_object },
                         },
+                    },
+                },
+            }),
+        ),
+        (
+            "GatewayResponse",
+            json!({
+                "type": "object",
+                "required": ["request_id", "model_name", "redacted_prompt", "external_response",
+                    "reidentified_text", "entity_counts", "placeholder_hashes", "policy", "upstream", "audit"],
+                "properties": {
+                    "request_id": string, "model_name": string, "redacted_prompt": string,
+                    "external_response": string, "reidentified_text": string,
+                    "entity_counts": { "type": "object", "additionalProperties": int },
+                    "placeholder_hashes": { "type": "array", "items": string },
+                    "policy": any_object, "upstream": any_object,
+                    "audit": {
+                        "type": "object", "required": ["record_hash", "previous_hash"],
+                        "properties": { "record_hash": string, "previous_hash": string },
                     },
                 },
             }),

@@ -31,12 +31,6 @@ macro_rules! pending_post {
 }
 
 pending_post!(
-    privacy_gateway,
-    schemas::PRIVACY_GATEWAY,
-    "POST /privacy-gateway/complete",
-    7
-);
-pending_post!(
     smart_ingestion,
     schemas::SMART_INGESTION,
     "POST /fhir/smart-backend/ingestions",

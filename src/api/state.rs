@@ -20,6 +20,14 @@ pub struct AppState {
     pub tls: Option<Arc<crate::tls::TlsServer>>,
     /// The durable job store; `None` in processes that serve no HTTP (evaluation).
     pub jobs: Option<Arc<crate::jobs::Jobs>>,
+    /// The privacy gateway's upstream and audit log; `None` when no upstream is configured.
+    pub gateway: Option<Arc<Gateway>>,
+}
+
+/// The privacy gateway's configured upstream and its audit log.
+pub struct Gateway {
+    pub upstream: crate::gateway::Upstream,
+    pub audit: crate::gateway::AuditLog,
 }
 
 /// Whether start-up (the model preload) has completed, and if not, why.
