@@ -217,6 +217,11 @@ async fn valid_requests_are_served_or_get_501_after_validation() {
             }
             "/jobs" => assert_eq!(status, 202, "{route}: {body}"),
             "/omop/load" | "/cohort/resolve" => assert_eq!(status, 200, "{route}: {body}"),
+            // The shared test server has no upstream configured.
+            "/privacy-gateway/complete" => {
+                assert_eq!(status, 503, "{route}: {body}");
+                assert_eq!(body["error"]["code"], "gateway_not_configured");
+            }
             _ => {
                 assert_eq!(status, 501, "{route}: {body}");
                 assert_eq!(body["error"]["code"], "not_implemented");

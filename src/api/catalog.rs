@@ -6,7 +6,7 @@ use axum::routing::{MethodRouter, delete, get, post};
 
 use super::state::AppState;
 use super::validate::Schema;
-use super::{cohort, deidentify, gateway, detect, docs, jobs, omop, ops, pending, schemas, stream};
+use super::{cohort, deidentify, detect, docs, gateway, jobs, omop, ops, pending, schemas, stream};
 
 /// What a success response carries.
 #[derive(Clone, Copy, Debug)]

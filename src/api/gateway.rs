@@ -67,7 +67,10 @@ impl Policy {
     }
 }
 
-pub async fn complete(State(state): State<AppState>, req: Request) -> Result<Json<Value>, ApiError> {
+pub async fn complete(
+    State(state): State<AppState>,
+    req: Request,
+) -> Result<Json<Value>, ApiError> {
     let raw = read_json(req, &state, &schemas::PRIVACY_GATEWAY).await?;
     let r: GatewayRequest = serde_json::from_value(raw.clone())
         .map_err(|_| ApiError::Internal("validated gateway body did not parse".into()))?;
@@ -90,7 +93,9 @@ pub async fn complete(State(state): State<AppState>, req: Request) -> Result<Jso
             None,
         ));
     }
+    let metrics = &crate::metrics::Metrics::global().gateway_requests;
     let Some(gateway) = state.gateway.clone() else {
+        metrics.inc_by(&[Failure::NotConfigured.reason()], 1);
         return Err(ApiError::Gateway(Failure::NotConfigured));
     };
     let request_id = request_id().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
@@ -103,6 +108,7 @@ pub async fn complete(State(state): State<AppState>, req: Request) -> Result<Jso
             audit.insert("status".into(), json!("forwarded"));
             let (previous, hash) = append(&gateway, audit)?;
             answer["audit"] = json!({ "record_hash": hash, "previous_hash": previous });
+            metrics.inc_by(&["forwarded"], 1);
             tracing::info!(request_id = %request_id, "gateway forwarded");
             Ok(Json(answer))
         }
@@ -111,6 +117,7 @@ pub async fn complete(State(state): State<AppState>, req: Request) -> Result<Jso
             audit.insert("status".into(), json!(f.audit_status()));
             audit.insert("reason".into(), json!(f.reason()));
             append(&gateway, audit)?;
+            metrics.inc_by(&[f.reason()], 1);
             tracing::info!(request_id = %request_id, reason = f.reason(), "gateway refused");
             Err(ApiError::Gateway(f))
         }
@@ -236,20 +243,11 @@ fn gateway_spans(found: &Spans) -> Vec<GatewaySpan> {
         .collect()
 }
 
-/// Anything the re-scan finds outside the placeholders (beyond whitespace and punctuation
-/// next to one) means the redacted prompt still carries an identifier: nothing is sent.
+/// Anything the re-scan finds outside the placeholders means the redacted prompt still
+/// carries an identifier: nothing is sent.
 fn tripwire(rescan: &Spans, redaction: &Redaction) -> Result<(), Failure> {
-    let prompt = &redaction.prompt;
-    for s in &rescan.spans {
-        let outside = (s.start..s.end.min(prompt.len()))
-            .filter(|i| prompt.is_char_boundary(*i))
-            .filter(|i| !redaction.placeholder_ranges.iter().any(|r| r.contains(i)))
-            .filter_map(|i| prompt[i..].chars().next())
-            .any(char::is_alphanumeric);
-        if outside {
-            return Err(Failure::Blocked(BlockReason::OutboundTripwire));
-        }
+    if rescan.spans.iter().any(|s| redaction.leaks(s.start, s.end)) {
+        return Err(Failure::Blocked(BlockReason::OutboundTripwire));
     }
     Ok(())
 }
-

@@ -8,12 +8,12 @@ mod deidentify;
 mod detect;
 mod docs;
 mod error;
+mod gateway;
 mod jobs;
 mod middleware;
 mod omop;
 pub mod openapi;
 mod openapi_components;
-mod gateway;
 mod ops;
 mod pending;
 mod schemas;
@@ -145,7 +145,11 @@ fn open_jobs(
 /// The privacy gateway, when an upstream is configured. A broken audit chain stops the start:
 /// the gateway must not go on appending to a log it cannot vouch for.
 fn open_gateway(settings: &Settings) -> Result<Option<Arc<state::Gateway>>, StartError> {
-    let Some(url) = settings.gateway_url.as_deref().filter(|u| !u.trim().is_empty()) else {
+    let Some(url) = settings
+        .gateway_url
+        .as_deref()
+        .filter(|u| !u.trim().is_empty())
+    else {
         return Ok(None);
     };
     let upstream = crate::gateway::Upstream::new(

@@ -108,7 +108,10 @@ mod tests {
     use serde_json::json;
 
     fn rec(status: &str) -> Map<String, Value> {
-        json!({ "request_id": "r", "status": status }).as_object().unwrap().clone()
+        json!({ "request_id": "r", "status": status })
+            .as_object()
+            .unwrap()
+            .clone()
     }
 
     #[test]
@@ -121,10 +124,15 @@ mod tests {
         assert_eq!((p1.as_str(), p2.as_str()), (GENESIS, h1.as_str()));
         assert_eq!(verify(&path).unwrap(), (2, h2.clone()));
         // Reopening continues the chain.
-        let (p3, _) = AuditLog::open(&path).unwrap().append(rec("forwarded")).unwrap();
+        let (p3, _) = AuditLog::open(&path)
+            .unwrap()
+            .append(rec("forwarded"))
+            .unwrap();
         assert_eq!(p3, h2);
         // Editing a record breaks it.
-        let text = std::fs::read_to_string(&path).unwrap().replacen("blocked", "forwarded", 1);
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replacen("blocked", "forwarded", 1);
         std::fs::write(&path, text).unwrap();
         assert!(matches!(verify(&path), Err(AuditError::Broken(2))));
         assert!(AuditLog::open(&path).is_err());

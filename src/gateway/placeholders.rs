@@ -62,7 +62,20 @@ pub fn redact(text: &str, spans: &[GatewaySpan], request_id: &str) -> Redaction 
 impl Redaction {
     /// The placeholders, in text order.
     pub fn placeholders(&self) -> impl Iterator<Item = &str> {
-        self.placeholder_ranges.iter().map(|r| &self.prompt[r.clone()])
+        self.placeholder_ranges
+            .iter()
+            .map(|r| &self.prompt[r.clone()])
+    }
+
+    /// Whether a span the re-scan of the prompt found reaches beyond the placeholders with
+    /// anything but whitespace or punctuation: then the prompt still carries an identifier.
+    pub fn leaks(&self, start: usize, end: usize) -> bool {
+        let p = &self.prompt;
+        (start..end.min(p.len()))
+            .filter(|i| p.is_char_boundary(*i))
+            .filter(|i| !self.placeholder_ranges.iter().any(|r| r.contains(i)))
+            .filter_map(|i| p[i..].chars().next())
+            .any(char::is_alphanumeric)
     }
 
     /// Restores the originals in an answer. Fails closed on a well-formed placeholder this
@@ -148,19 +161,51 @@ mod tests {
     }
 
     #[test]
+    fn the_tripwire_ignores_placeholders_and_their_punctuation() {
+        let r = redact("John Smith 617-555-0199 called", &spans(), "req-1");
+        let first = r.placeholder_ranges[0].clone();
+        assert!(!r.leaks(first.start, first.end));
+        assert!(!r.leaks(first.start + 3, first.end + 1)); // the placeholder and a space
+        assert!(r.leaks(first.start, r.prompt.len())); // up to "called"
+        assert!(r.leaks(r.prompt.len() - 6, r.prompt.len()));
+        assert!(!r.leaks(5, 5));
+    }
+
+    #[test]
     fn only_known_placeholders_are_restored() {
         let r = redact("John Smith 617-555-0199 called", &spans(), "req-1");
         let t = &r.tag;
         let answer = format!("Call <<PHI_NAME_{t}_000001>> at <<PHI_PHONE_{t}_000002>>.");
-        assert_eq!(r.restore(&answer).unwrap(), "Call John Smith at 617-555-0199.");
+        assert_eq!(
+            r.restore(&answer).unwrap(),
+            "Call John Smith at 617-555-0199."
+        );
         assert_eq!(r.restore("No placeholders.").unwrap(), "No placeholders.");
         let reason = |a: &str| r.restore(a).unwrap_err().reason();
-        assert_eq!(reason(&format!("<<PHI_NAME_{t}_000003>>")), "unknown_placeholder");
-        assert_eq!(reason("<<PHI_NAME_0000ABCD_000001>>"), "unknown_placeholder");
-        assert_eq!(reason(&format!("<<PHI_NAME_{t}_000001>")), "mangled_placeholder");
-        assert_eq!(reason(&format!("PHI_NAME_{t}_000001")), "mangled_placeholder");
-        assert_eq!(reason(&format!("<< PHI_NAME_{t}_000001 >>")), "mangled_placeholder");
-        assert_eq!(reason(&format!("<<PHI_NAME_{}_000001>>", t.to_lowercase())), "unknown_placeholder");
+        assert_eq!(
+            reason(&format!("<<PHI_NAME_{t}_000003>>")),
+            "unknown_placeholder"
+        );
+        assert_eq!(
+            reason("<<PHI_NAME_0000ABCD_000001>>"),
+            "unknown_placeholder"
+        );
+        assert_eq!(
+            reason(&format!("<<PHI_NAME_{t}_000001>")),
+            "mangled_placeholder"
+        );
+        assert_eq!(
+            reason(&format!("PHI_NAME_{t}_000001")),
+            "mangled_placeholder"
+        );
+        assert_eq!(
+            reason(&format!("<< PHI_NAME_{t}_000001 >>")),
+            "mangled_placeholder"
+        );
+        assert_eq!(
+            reason(&format!("<<PHI_NAME_{}_000001>>", t.to_lowercase())),
+            "unknown_placeholder"
+        );
         assert_eq!(reason("<<PHI_ nonsense >>"), "mangled_placeholder");
     }
 }

@@ -95,19 +95,32 @@ mod tests {
         let ok = [span(0, 10, "NAME", 0.9), span(11, 23, "PHONE", 0.99)];
         assert_eq!(check_spans(text, &ok, 0.85, &[]), Ok(()));
         let reason = |spans: &[GatewaySpan], disallowed: &[String]| {
-            check_spans(text, spans, 0.85, disallowed).unwrap_err().reason()
+            check_spans(text, spans, 0.85, disallowed)
+                .unwrap_err()
+                .reason()
         };
-        assert_eq!(reason(&[span(0, 10, "NAME", 0.84)], &[]), "redaction_confidence_below_threshold");
+        assert_eq!(
+            reason(&[span(0, 10, "NAME", 0.84)], &[]),
+            "redaction_confidence_below_threshold"
+        );
         assert_eq!(reason(&ok, &["PHONE".into()]), "disallowed_entity_category");
-        assert_eq!(reason(&[span(5, 99, "NAME", 0.9)], &[]), "invalid_entity_offsets");
-        assert_eq!(reason(&[span(5, 5, "NAME", 0.9)], &[]), "invalid_entity_offsets");
+        assert_eq!(
+            reason(&[span(5, 99, "NAME", 0.9)], &[]),
+            "invalid_entity_offsets"
+        );
+        assert_eq!(
+            reason(&[span(5, 5, "NAME", 0.9)], &[]),
+            "invalid_entity_offsets"
+        );
         assert_eq!(
             reason(&[span(0, 10, "NAME", 0.9), span(5, 12, "ID", 0.9)], &[]),
             "overlapping_entity_spans"
         );
         let multi = "é";
         assert_eq!(
-            check_spans(multi, &[span(1, 2, "X", 0.9)], 0.0, &[]).unwrap_err().reason(),
+            check_spans(multi, &[span(1, 2, "X", 0.9)], 0.0, &[])
+                .unwrap_err()
+                .reason(),
             "invalid_entity_offsets"
         );
     }

@@ -56,6 +56,21 @@ pub const JOB_DOCUMENT_OUTCOMES: [&str; 2] = ["ok", "error"];
 pub const WEBHOOK_OUTCOMES: [&str; 3] = ["delivered", "retry", "failed"];
 /// `outcome` values of `phiflow_omop_records_total`.
 pub const OMOP_RECORD_OUTCOMES: [&str; 2] = ["loaded", "rejected"];
+/// `outcome` values of `phiflow_gateway_requests_total`: forwarded, or the reason code.
+pub const GATEWAY_OUTCOMES: [&str; 12] = [
+    "forwarded",
+    "redaction_confidence_below_threshold",
+    "disallowed_entity_category",
+    "invalid_entity_offsets",
+    "overlapping_entity_spans",
+    "outbound_tripwire_detected",
+    "unknown_placeholder",
+    "mangled_placeholder",
+    "missing_external_endpoint",
+    "transport_failed",
+    "transport_timeout",
+    "invalid_transport_response",
+];
 /// `kind` values of `phiflow_cohort_resolutions_total`.
 pub const COHORT_KINDS: [&str; 2] = ["phenotype", "circe"];
 /// `type` values of `phiflow_stream_records_total`.
@@ -136,6 +151,8 @@ pub struct Metrics {
     pub omop_records: CounterVec<1>,
     /// `phiflow_cohort_resolutions_total{kind}`.
     pub cohort_resolutions: CounterVec<1>,
+    /// `phiflow_gateway_requests_total{outcome}`.
+    pub gateway_requests: CounterVec<1>,
     /// `phiflow_stream_records_total{route,type}`.
     pub stream_records: CounterVec<2>,
     /// `phiflow_build_info{version}` (always 1).
@@ -273,6 +290,11 @@ impl Metrics {
                 "Cohort resolutions answered, by definition kind.",
                 ["kind"],
             ),
+            gateway_requests: r.counter_vec(
+                "phiflow_gateway_requests_total",
+                "Privacy gateway requests: forwarded, or the reason they were refused.",
+                ["outcome"],
+            ),
             stream_records: r.counter_vec(
                 "phiflow_stream_records_total",
                 "Streamed response records by route and record type.",
@@ -304,6 +326,9 @@ impl Metrics {
         }
         for kind in COHORT_KINDS {
             m.cohort_resolutions.inc_by(&[kind], 0);
+        }
+        for outcome in GATEWAY_OUTCOMES {
+            m.gateway_requests.inc_by(&[outcome], 0);
         }
         m
     }
