@@ -1,7 +1,8 @@
 """The cohort bench's phenotype as DuckDB SQL over the same Parquet files.
 
 Same semantics as phiflow's resolver for this phenotype: events are every note mention (dated
-by its note) plus every clinical row that was not derived from a mention; a concept set matches
+by its note) plus every clinical row that was not derived from a mention (the load records
+each derived row in phiflow_derived_event); a concept set matches
 by id and by vocabulary when the concept is known; the default assertion filter keeps affirmed
 mentions; `t2d` needs two events, `met` needs one within [-30, +365] days of a `t2d` event, and
 `ckd` must be absent. Prints one JSON object: run times, the patient count and the first ids.
@@ -35,15 +36,17 @@ mentions AS (
                         OR contains(m, 'experiencer=family') OR contains(m, 'experiencer=other')))
            AS negated
   FROM nlp JOIN note n USING (note_id)),
+derived AS (SELECT note_nlp_id, event_table FROM read_parquet('{d}/phiflow_derived_event.parquet')),
 structured AS (
   SELECT person_id, condition_concept_id AS concept_id, condition_start_date AS d, false AS negated
   FROM read_parquet('{d}/condition_occurrence.parquet')
-  WHERE NOT (condition_type_concept_id = 32858
-             AND condition_occurrence_id IN (SELECT note_nlp_id FROM nlp))
+  WHERE condition_occurrence_id NOT IN
+        (SELECT note_nlp_id FROM derived WHERE event_table = 'condition_occurrence')
   UNION ALL
   SELECT person_id, drug_concept_id, drug_exposure_start_date, false
   FROM read_parquet('{d}/drug_exposure.parquet')
-  WHERE NOT (drug_type_concept_id = 32858 AND drug_exposure_id IN (SELECT note_nlp_id FROM nlp))),
+  WHERE drug_exposure_id NOT IN
+        (SELECT note_nlp_id FROM derived WHERE event_table = 'drug_exposure')),
 ev AS (
   SELECT e.person_id, e.concept_id, e.d, e.negated, c.vocabulary_id AS v
   FROM (SELECT * FROM mentions UNION ALL SELECT * FROM structured) e

@@ -10,6 +10,7 @@ pub mod datafiles;
 pub mod deid;
 pub mod eval;
 pub mod gateway;
+pub mod idhash;
 pub mod inference;
 pub mod jobs;
 pub mod metrics;

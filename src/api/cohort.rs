@@ -77,21 +77,13 @@ pub async fn resolve(State(state): State<AppState>, req: Request) -> Result<Resp
             (Definition::Circe(Box::new(parsed)), c)
         }
     };
-    let edges: Vec<(i64, i64)> = body
-        .get("concept_ancestors")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|e| {
-                    Some((
-                        e.get("ancestor_concept_id")?.as_i64()?,
-                        e.get("descendant_concept_id")?.as_i64()?,
-                    ))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    check_size(&definition, &raw)?;
+    let edges = edges(&body)?;
+    let hierarchy = Hierarchy::new(&edges);
     let records = match body.get("load_id").and_then(Value::as_str) {
+        Some(id) if !dataset::is_load_id(id) => {
+            return Err(dataset_error(omop::DatasetError::BadId));
+        }
         Some(id) => Records::Stored(id.to_owned()),
         None => Records::Inline(
             body.get("records_jsonl")
@@ -100,16 +92,20 @@ pub async fn resolve(State(state): State<AppState>, req: Request) -> Result<Resp
                 .to_owned(),
         ),
     };
+    if let Some(index) = needs_hierarchy(&definition, &hierarchy) {
+        return Err(resolve_error(ResolveError::HierarchyRequired {
+            concept_set_index: index,
+        }));
+    }
     let root = omop::root(&s.data_dir);
     let kind = match definition {
         Definition::Phenotype(_) => "phenotype",
         Definition::Circe(_) => "circe",
     };
-    let answer = tokio::task::spawn_blocking(move || {
-        run(&root, &definition, &raw, &Hierarchy::new(&edges), &records)
-    })
-    .await
-    .map_err(|e| ApiError::Internal(format!("cohort task failed: {e}")))??;
+    let answer =
+        tokio::task::spawn_blocking(move || run(&root, &definition, &raw, &hierarchy, &records))
+            .await
+            .map_err(|e| ApiError::Internal(format!("cohort task failed: {e}")))??;
     crate::metrics::Metrics::global()
         .cohort_resolutions
         .inc_by(&[kind], 1);
@@ -119,6 +115,108 @@ pub async fn resolve(State(state): State<AppState>, req: Request) -> Result<Resp
         "cohort resolved"
     );
     Ok(Json(answer).into_response())
+}
+
+/// Most concept sets, criteria and concept ids per set a definition may hold: evaluation costs
+/// grow with each, times the events.
+const MAX_CONCEPT_SETS: usize = 256;
+const MAX_CRITERIA: usize = 256;
+const MAX_CONCEPTS_PER_SET: usize = 10_000;
+
+fn too_large(loc: &[Value], what: &str, max: usize) -> ApiError {
+    ApiError::validation_one(
+        loc,
+        "too_long",
+        format!("At most {max} {what}"),
+        Some(json!({ "max_length": max })),
+    )
+}
+
+/// Bounds the definition's size before any data is read.
+fn check_size(definition: &Definition, raw: &Value) -> Result<(), ApiError> {
+    let (field, sets_key, items) = match definition {
+        Definition::Phenotype(p) => {
+            if p.criteria().len() > MAX_CRITERIA {
+                return Err(too_large(
+                    &[json!("body"), json!("phenotype"), json!("expression")],
+                    "criteria",
+                    MAX_CRITERIA,
+                ));
+            }
+            ("phenotype", "concept_sets", "/concept_ids")
+        }
+        Definition::Circe(_) => ("circe", "ConceptSets", "/expression/items"),
+    };
+    let sets = raw
+        .get(sets_key)
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    if sets.len() > MAX_CONCEPT_SETS {
+        return Err(too_large(
+            &[json!("body"), json!(field), json!(sets_key)],
+            "concept sets",
+            MAX_CONCEPT_SETS,
+        ));
+    }
+    for (i, set) in sets.iter().enumerate() {
+        if set
+            .pointer(items)
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.len() > MAX_CONCEPTS_PER_SET)
+        {
+            let mut loc = vec![json!("body"), json!(field), json!(sets_key), json!(i)];
+            loc.extend(items.trim_start_matches('/').split('/').map(|k| json!(k)));
+            return Err(too_large(&loc, "concepts per set", MAX_CONCEPTS_PER_SET));
+        }
+    }
+    Ok(())
+}
+
+/// The hierarchy edges, each a pair of positive 64-bit integers (the schema lets `1.0` and
+/// integers past 64 bits through; an edge silently dropped would shrink a cohort).
+fn edges(body: &Value) -> Result<Vec<(i64, i64)>, ApiError> {
+    let Some(items) = body.get("concept_ancestors").and_then(Value::as_array) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::with_capacity(items.len());
+    let mut bad = Vec::new();
+    for (i, e) in items.iter().enumerate() {
+        let id = |k: &str| e.get(k).and_then(Value::as_i64).filter(|v| *v > 0);
+        for k in ["ancestor_concept_id", "descendant_concept_id"] {
+            if id(k).is_none() {
+                bad.push(Violation::new(
+                    &[
+                        json!("body"),
+                        json!("concept_ancestors"),
+                        json!(i),
+                        json!(k),
+                    ],
+                    "int_type",
+                    "Input should be a positive 64-bit integer",
+                    None,
+                ));
+            }
+        }
+        if let (Some(a), Some(d)) = (id("ancestor_concept_id"), id("descendant_concept_id")) {
+            out.push((a, d));
+        }
+    }
+    if bad.is_empty() {
+        Ok(out)
+    } else {
+        Err(ApiError::Validation(bad))
+    }
+}
+
+/// The first concept set that asks for descendants when no hierarchy was given.
+fn needs_hierarchy(definition: &Definition, h: &Hierarchy) -> Option<usize> {
+    if !h.is_empty() {
+        return None;
+    }
+    match definition {
+        Definition::Phenotype(p) => p.concept_sets().iter().position(|s| s.include_descendants),
+        Definition::Circe(c) => c.first_set_with_descendants(),
+    }
 }
 
 /// Exactly one of two alternative fields.
@@ -294,11 +392,6 @@ fn circe_answer(
     hierarchy: &Hierarchy,
     data: &crate::cohort::events::CohortData,
 ) -> Result<Value, ApiError> {
-    if c.uses_descendants() && hierarchy.is_empty() {
-        return Err(resolve_error(ResolveError::HierarchyRequired {
-            concept_set_index: 0,
-        }));
-    }
     let r = circe::resolve(c, &|roots| hierarchy.descendants_with_self(roots), data);
     let mut patients: Vec<i64> = r.periods.iter().map(|p| p.person_id).collect();
     patients.dedup();

@@ -263,7 +263,8 @@ pub static COHORT_RESOLVE: Schema = Schema {
         Field::opt(
             "concept_ancestors",
             Ty::Array(&Ty::Object(&CONCEPT_ANCESTOR)),
-        ),
+        )
+        .items(None, Some(1_000_000)),
     ],
     one_of: &[],
 };

@@ -39,9 +39,8 @@
 use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::cmp::Ordering;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use arrow_arith::boolean::{and, not};
 use arrow_array::cast::AsArray;
@@ -57,6 +56,7 @@ use super::phenotype::{
     Anchor, AssertionFilter, Certainty, ConceptSet, Criterion, Experiencer, NegationFilter, Node,
     Phenotype, Temporality,
 };
+use crate::idhash::{IdMap, IdSet};
 
 // ---------------------------------------------------------------------------------------------
 // Output
@@ -443,29 +443,6 @@ fn eq_ignore_case(a: &str, b: &str) -> bool {
 // Concept sets
 // ---------------------------------------------------------------------------------------------
 
-/// Multiplicative hasher for concept ids: SipHash would dominate the per-row membership test.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_i64(&mut self, n: i64) {
-        // High product bits are well mixed; rotate them into the bucket-index bits.
-        self.0 = (n as u64)
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .rotate_left(26);
-    }
-}
-
-type IdSet = HashSet<i64, BuildHasherDefault<IdHasher>>;
-
 /// A concept set with its expansion and its per-row set-match mask.
 struct SetEval<'p> {
     set: &'p ConceptSet,
@@ -509,8 +486,7 @@ impl<'p> SetEval<'p> {
     /// Counts per member concept over set matches. A `(domain, event)` pair appears once in
     /// the event table (its contract), so each matching row is one occurrence.
     fn provenance(&self, cols: &Columns) -> ConceptSetProvenance {
-        let mut per_concept: HashMap<i64, (usize, IdSet), BuildHasherDefault<IdHasher>> =
-            HashMap::default();
+        let mut per_concept: IdMap<(usize, IdSet)> = IdMap::default();
         for r in self.matches.values().set_indices() {
             let e = per_concept.entry(cols.concept[r]).or_default();
             e.0 += 1;

@@ -89,13 +89,14 @@ impl Assertion {
         )
     }
 
-    /// Reads `term_modifiers` back (absent keys keep their defaults; unknown values are
-    /// `None`, so a stored dataset someone edited by hand is refused rather than guessed).
+    /// Reads `term_modifiers` back: `key=value` pairs separated by `;` (keys and values in any
+    /// case; absent keys keep their defaults; other keys are ignored). A value or a pair it does
+    /// not understand is `None`: refused rather than guessed.
     pub fn from_modifiers(s: &str) -> Option<Self> {
         let mut a = Self::default();
         for part in s.split(';').filter(|p| !p.is_empty()) {
             let (k, v) = part.split_once('=')?;
-            match k.trim() {
+            match k.trim().to_ascii_lowercase().as_str() {
                 "negation" => a.negated = negation(v)?,
                 "temporality" => a.temporality = temporality(v)?,
                 "certainty" => a.certain = certainty(v)?,

@@ -201,6 +201,13 @@ impl Builder {
                 Some(c) => row.push(c),
             }
         }
+        if table.name == cdm::NOTE_NLP.name
+            && let Some(Cell::Text(m)) = table.index("term_modifiers").map(|i| &row[i])
+            && Assertion::from_modifiers(m).is_none()
+        {
+            // Cohorts read assertions from here; one we cannot read is refused, not guessed.
+            return self.reject(reject("invalid_value", Some("term_modifiers")));
+        }
         let key_col = table.primary_key.unwrap_or("person_id");
         if let Some(Cell::Int(id)) = table.index(key_col).map(|i| &row[i]) {
             if *id < 0 {
@@ -283,6 +290,7 @@ impl Builder {
         h.append(vec![Cell::Int(note_id), Cell::Text(hash.clone())]);
         self.note_hashes.push(hash.clone());
 
+        let starts = n.text.as_deref().map(|t| byte_starts(t, &n.entities));
         let ctx = NoteCtx {
             line,
             note_id,
@@ -291,6 +299,7 @@ impl Builder {
             date,
             text: n.text.as_deref(),
             text_chars,
+            starts,
             hash: &hash,
         };
         for (i, e) in n.entities.iter().enumerate() {
@@ -358,17 +367,17 @@ impl Builder {
             rej.reason = "duplicate_span";
             return self.reject(rej);
         }
-        let lexical = text_field(entity::TEXT)
-            .map(str::to_string)
-            .or_else(|| {
-                ctx.text.map(|t| {
-                    t.chars()
-                        .skip(start as usize)
-                        .take((end - start) as usize)
-                        .collect()
-                })
-            })
-            .unwrap_or_default();
+        let take = ((end - start) as usize).min(LEXICAL_MAX_CHARS);
+        let lexical: String = match text_field(entity::TEXT) {
+            Some(given) => given.chars().take(LEXICAL_MAX_CHARS).collect(),
+            None => match (ctx.text, &ctx.starts) {
+                (Some(t), Some(starts)) => starts
+                    .get(&(start as usize))
+                    .map(|b| t[*b..].chars().take(take).collect())
+                    .unwrap_or_default(),
+                _ => String::new(),
+            },
+        };
         let vocabulary = text_field(entity::VOCABULARY).map(str::to_string);
         let code = text_field(entity::CODE).map(str::to_string);
         if concept_id != 0
@@ -421,7 +430,14 @@ impl Builder {
         if assertion.asserted()
             && let Some(et) = cdm::event_table_for_domain(domain)
         {
-            self.claim(et.table, nlp_id);
+            if !self.claim(et.table, nlp_id) {
+                // A plain row already holds this id: the mention stays in note_nlp alone.
+                rej.reason = "duplicate_id";
+                rej.table = Some(et.table.name);
+                return self.reject(rej);
+            }
+            let link = self.table(&cdm::DERIVED_EVENT);
+            link.append(vec![Cell::Int(nlp_id), Cell::Text(et.table.name.into())]);
             let t = self.table(et.table);
             let mut row = t.blank();
             if let Some(pk) = et.table.primary_key {
@@ -619,7 +635,36 @@ struct NoteCtx<'a> {
     date: i32,
     text: Option<&'a str>,
     text_chars: Option<usize>,
+    /// Byte offset of each entity start (code points), found in one pass over the text.
+    starts: Option<HashMap<usize, usize>>,
     hash: &'a str,
+}
+
+/// CDM `note_nlp.lexical_variant` is varchar(250).
+const LEXICAL_MAX_CHARS: usize = 250;
+
+/// Byte offsets of the entities' start positions (in code points), in one pass over the text,
+/// so a note with many entities costs its length once, not once per entity.
+fn byte_starts(text: &str, entities: &[Map<String, Value>]) -> HashMap<usize, usize> {
+    let mut wanted: Vec<usize> = entities
+        .iter()
+        .filter_map(|e| entity_field(e, entity::START)?.as_u64())
+        .filter_map(|s| usize::try_from(s).ok())
+        .collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let mut out = HashMap::with_capacity(wanted.len());
+    let mut next = wanted.iter().peekable();
+    for (i, (byte, _)) in text.char_indices().chain([(text.len(), ' ')]).enumerate() {
+        while next.peek().is_some_and(|w| **w == i) {
+            out.insert(i, byte);
+            next.next();
+        }
+        if next.peek().is_none() {
+            break;
+        }
+    }
+    out
 }
 
 /// A caller id as a CDM id and, for a string id, the source value it is kept under.

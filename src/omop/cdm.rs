@@ -382,8 +382,16 @@ pub static PERSON_INDEX: Table = Table {
     columns: &[req("person_id", I)],
 };
 
+/// Not CDM: which clinical row each asserted mention became (the row has the mention's id).
+/// The link is explicit so a plain row that merely shares an id is never mistaken for one.
+pub static DERIVED_EVENT: Table = Table {
+    name: "phiflow_derived_event",
+    primary_key: Some("note_nlp_id"),
+    columns: &[req("note_nlp_id", I), req("event_table", S)],
+};
+
 /// Every table a load writes, in the order of the response's `row_counts`.
-pub static TABLES: [&Table; 15] = [
+pub static TABLES: [&Table; 16] = [
     &CONCEPT,
     &PERSON,
     &OBSERVATION_PERIOD,
@@ -398,6 +406,7 @@ pub static TABLES: [&Table; 15] = [
     &DEATH,
     &NOTE_HASH,
     &PERSON_INDEX,
+    &DERIVED_EVENT,
     &SOURCE_TO_CONCEPT_MAP,
 ];
 

@@ -19,8 +19,8 @@ use super::build::hashed_id;
 use super::cdm::{self, EVENT_TABLES, Table};
 use super::constraints::parse_offset;
 use super::dataset::{self, DatasetError, KeepIf};
-use super::idhash::{IdMap, IdSet};
 use crate::cohort::events::{CohortData, event_schema, observation_period_schema};
+use crate::idhash::{IdMap, IdSet};
 
 /// Where tables come from: a load just built in memory, or a stored dataset.
 pub enum Source<'a> {
@@ -210,11 +210,10 @@ struct Rows {
     op: RecordBatch,
     /// Every person of the load.
     persons: RecordBatch,
-    /// Per clinical table, the ids of rows derived from a mention (they share the mention's
-    /// id and carry the NLP type concept).
-    derived: Vec<IdSet>,
-    /// concept id → (row in `concept`, the clinical table of its domain)
-    concept_rows: IdMap<(usize, Option<usize>)>,
+    /// mention id → the clinical table of the row derived from it (`phiflow_derived_event`).
+    derived: IdMap<usize>,
+    /// concept id → row in `concept`
+    concept_rows: IdMap<usize>,
     /// note id → row in `note`
     note_rows: IdMap<usize>,
 }
@@ -222,20 +221,25 @@ struct Rows {
 fn read_rows(src: &Source<'_>, wanted: Option<&Arc<IdSet>>) -> Result<Rows, DatasetError> {
     let keep = |column: &'static str| wanted.map(|ids| KeepIf { column, ids });
     let mut events = Vec::with_capacity(EVENT_TABLES.len());
-    let mut derived = Vec::with_capacity(EVENT_TABLES.len());
     for et in &EVENT_TABLES {
         let pk = et.table.primary_key.unwrap_or("person_id");
-        let mut cols = vec![pk, "person_id", et.concept, et.start_date, et.type_concept];
+        let mut cols = vec![pk, "person_id", et.concept, et.start_date];
         cols.extend(et.end_date);
-        let b = src.table_where(et.table, &cols, keep(et.concept).as_ref())?;
-        let (ids, types) = (ints(&b, pk)?, ints(&b, et.type_concept)?);
-        derived.push(
-            (0..b.num_rows())
-                .filter(|r| types.value(*r) == cdm::NLP_TYPE_CONCEPT)
-                .map(|r| ids.value(r))
-                .collect::<IdSet>(),
-        );
-        events.push(b);
+        events.push(src.table_where(et.table, &cols, keep(et.concept).as_ref())?);
+    }
+    let links = src.table(&cdm::DERIVED_EVENT, &["note_nlp_id", "event_table"])?;
+    let (link_ids, link_tables) = (
+        ints(&links, "note_nlp_id")?,
+        strings(&links, "event_table")?,
+    );
+    let mut derived = IdMap::default();
+    for r in 0..links.num_rows() {
+        if let Some(t) = EVENT_TABLES
+            .iter()
+            .position(|e| e.table.name == link_tables.value(r))
+        {
+            derived.insert(link_ids.value(r), t);
+        }
     }
     let visit = src.table_where(
         &cdm::VISIT_OCCURRENCE,
@@ -253,18 +257,10 @@ fn read_rows(src: &Source<'_>, wanted: Option<&Arc<IdSet>>) -> Result<Rows, Data
         &["person_id", "death_date", "cause_concept_id"],
         keep("cause_concept_id").as_ref(),
     )?;
-    let concept = src.table(&cdm::CONCEPT, &["concept_id", "vocabulary_id", "domain_id"])?;
-    let (c_ids, c_domain) = (
-        ints(&concept, "concept_id")?,
-        strings(&concept, "domain_id")?,
-    );
+    let concept = src.table(&cdm::CONCEPT, &["concept_id", "vocabulary_id"])?;
+    let c_ids = ints(&concept, "concept_id")?;
     let concept_rows = (0..concept.num_rows())
-        .map(|r| {
-            let table = EVENT_TABLES
-                .iter()
-                .position(|e| e.domain == c_domain.value(r));
-            (c_ids.value(r), (r, table))
-        })
+        .map(|r| (c_ids.value(r), r))
         .collect();
     let note = src.table(&cdm::NOTE, &["note_id", "person_id", "note_date"])?;
     let n_ids = ints(&note, "note_id")?;
@@ -290,12 +286,13 @@ fn read_rows(src: &Source<'_>, wanted: Option<&Arc<IdSet>>) -> Result<Rows, Data
     })
 }
 
-/// The kept mentions, each with its assertion and whether it claims to stand for a clinical
-/// row (`term_exists = 'Y'` and asserted).
+/// The kept mentions, each with its assertion. `term_modifiers` is checked when rows are
+/// loaded, so one that does not parse means the dataset was changed behind our back: an error,
+/// never a guess.
 fn read_mentions(
     src: &Source<'_>,
     wanted: Option<&Arc<IdSet>>,
-) -> Result<(RecordBatch, Vec<(Assertion, bool)>), DatasetError> {
+) -> Result<(RecordBatch, Vec<Assertion>), DatasetError> {
     let keep = wanted.map(|ids| KeepIf {
         column: "note_nlp_concept_id",
         ids,
@@ -317,31 +314,31 @@ fn read_mentions(
         strings(&nlp, "term_modifiers")?,
     );
     // A load has a handful of distinct modifier strings: parse each once.
-    let mut cache: HashMap<&str, Assertion> = HashMap::new();
-    let assertions = (0..nlp.num_rows())
-        .map(|r| {
-            let flag = exists.is_valid(r).then(|| exists.value(r));
-            let mut a = if modifiers.is_valid(r) {
-                let m = modifiers.value(r);
-                *cache
-                    .entry(m)
-                    .or_insert_with(|| Assertion::from_modifiers(m).unwrap_or_default())
-            } else {
-                Assertion::default()
-            };
-            if flag == Some("N") && a.asserted() {
-                a.negated = true;
-            }
-            (a, flag == Some("Y") && a.asserted())
-        })
-        .collect();
+    let mut cache: HashMap<&str, Option<Assertion>> = HashMap::new();
+    let mut assertions = Vec::with_capacity(nlp.num_rows());
+    for r in 0..nlp.num_rows() {
+        let mut a = if modifiers.is_valid(r) {
+            let m = modifiers.value(r);
+            cache
+                .entry(m)
+                .or_insert_with(|| Assertion::from_modifiers(m))
+                .ok_or(DatasetError::Invalid("note_nlp.term_modifiers"))?
+        } else {
+            Assertion::default()
+        };
+        // `term_exists = 'N'` without a reason in the modifiers: the term is absent.
+        if exists.is_valid(r) && exists.value(r) == "N" && a.asserted() {
+            a.negated = true;
+        }
+        assertions.push(a);
+    }
     Ok((nlp, assertions))
 }
 
 /// Lookups shared by the event passes.
 struct Lookups<'a> {
     /// concept id → (row in the concept table, the clinical table of its domain)
-    concepts: &'a IdMap<(usize, Option<usize>)>,
+    concepts: &'a IdMap<usize>,
     vocab: &'a arrow_array::StringArray,
     /// note id → row in the note table
     notes: &'a IdMap<usize>,
@@ -351,36 +348,28 @@ struct Lookups<'a> {
 
 impl Lookups<'_> {
     fn vocabulary(&self, c: i64) -> Option<&str> {
-        self.concepts.get(&c).map(|(r, _)| self.vocab.value(*r))
+        self.concepts.get(&c).map(|r| self.vocab.value(*r))
     }
 }
 
-/// Per kept mention: its assertion and, when a clinical row derived from it exists, that
+/// Per kept mention: its assertion and, when the load derived a clinical row from it, that
 /// row's table (the mention then stands for the row).
 fn classify_mentions(
     nlp: &RecordBatch,
-    assertions: &[(Assertion, bool)],
+    assertions: &[Assertion],
     lk: &Lookups<'_>,
     rows: &Rows,
 ) -> Result<Vec<(Assertion, Option<usize>)>, DatasetError> {
-    let (ids, notes, concepts) = (
-        ints(nlp, "note_nlp_id")?,
-        ints(nlp, "note_id")?,
-        ints(nlp, "note_nlp_concept_id")?,
-    );
+    let (ids, notes) = (ints(nlp, "note_nlp_id")?, ints(nlp, "note_id")?);
     Ok(assertions
         .iter()
         .enumerate()
-        .map(|(r, &(a, claims))| {
-            let concept = if concepts.is_valid(r) {
-                concepts.value(r)
-            } else {
-                0
-            };
-            let table = (claims && lk.notes.contains_key(&notes.value(r)))
-                .then(|| lk.concepts.get(&concept).and_then(|(_, t)| *t))
-                .flatten()
-                .filter(|t| rows.derived[*t].contains(&ids.value(r)));
+        .map(|(r, &a)| {
+            let table = lk
+                .notes
+                .contains_key(&notes.value(r))
+                .then(|| rows.derived.get(&ids.value(r)).copied())
+                .flatten();
             (a, table)
         })
         .collect())

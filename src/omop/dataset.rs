@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -22,10 +22,12 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::statistics::Statistics;
 use serde::{Deserialize, Serialize};
 
-use super::idhash::IdSet;
 use super::values::sha256_hex;
+use crate::idhash::IdSet;
 
 pub const MANIFEST_SCHEMA: &str = "phiflow.omop.load.v1";
+/// Part of every load id: a dataset written in another layout gets another id.
+const FORMAT: &str = "phiflow.omop.dataset.v2";
 
 /// What is recorded with a load.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -54,13 +56,18 @@ pub enum DatasetError {
     Arrow(#[from] arrow_schema::ArrowError),
     #[error("manifest: {0}")]
     Manifest(#[from] serde_json::Error),
+    #[error("{0} does not hold what this service wrote")]
+    Invalid(&'static str),
     #[error("a reader thread panicked")]
     Poisoned,
 }
 
-/// `omop-` and 24 hex digits of SHA-256 over the vocabulary version and the records.
+/// `omop-` and 24 hex digits of SHA-256 over the dataset format, the vocabulary version and
+/// the records.
 pub fn load_id(records_jsonl: &str, vocabulary_version: Option<&str>) -> String {
     let mut input = String::with_capacity(records_jsonl.len() + 64);
+    input.push_str(FORMAT);
+    input.push('\u{1f}');
     input.push_str(vocabulary_version.unwrap_or(""));
     input.push('\u{1f}');
     input.push_str(records_jsonl);
@@ -105,16 +112,18 @@ fn write_grouped(
     if target.join("manifest.json").is_file() {
         return Ok(target);
     }
-    fs::create_dir_all(root)?;
+    private_dir(root)?;
+    remove_stale_temporaries(root);
     let tmp = root.join(format!(
         ".tmp-{}-{}",
         manifest.load_id,
         uuid::Uuid::new_v4()
     ));
-    fs::create_dir_all(&tmp)?;
+    private_dir(&tmp)?;
     let result = write_into(&tmp, manifest, tables, row_group_rows).and_then(|()| {
         match fs::rename(&tmp, &target) {
-            Ok(()) => Ok(()),
+            // The rename itself is made durable too.
+            Ok(()) => Ok(File::open(root)?.sync_all()?),
             // A concurrent identical load won the race; its data is the same.
             Err(_) if target.join("manifest.json").is_file() => Ok(()),
             Err(e) => Err(e.into()),
@@ -137,15 +146,58 @@ fn write_into(
         .set_max_row_group_row_count(Some(row_group_rows))
         .build();
     for (name, batch) in tables {
-        let file = File::create(dir.join(format!("{name}.parquet")))?;
+        let file = private_file(&dir.join(format!("{name}.parquet")))?;
         let mut w =
             ArrowWriter::try_new(BufWriter::new(file), batch.schema(), Some(props.clone()))?;
         w.write(batch)?;
-        w.close()?;
+        let file = w
+            .into_inner()?
+            .into_inner()
+            .map_err(|e| DatasetError::Io(e.into_error()))?;
+        file.sync_all()?;
     }
-    let m = serde_json::to_vec_pretty(manifest)?;
-    fs::write(dir.join("manifest.json"), m)?;
+    // The manifest last: a folder with a manifest holds every table, durably.
+    let mut m = private_file(&dir.join("manifest.json"))?;
+    m.write_all(&serde_json::to_vec_pretty(manifest)?)?;
+    m.sync_all()?;
+    File::open(dir)?.sync_all()?;
     Ok(())
+}
+
+/// A folder only the service's user can enter: the dataset holds note text.
+fn private_dir(path: &Path) -> std::io::Result<()> {
+    let mut b = fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    b.create(path)
+}
+
+/// A new file only the service's user can read.
+fn private_file(path: &Path) -> std::io::Result<File> {
+    let mut o = fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    o.open(path)
+}
+
+/// Temporary folders a crashed writer left behind (an hour old or more).
+fn remove_stale_temporaries(root: &Path) {
+    let Ok(entries) = fs::read_dir(root) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let stale = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age.as_secs() >= 3600);
+        if stale && e.file_name().to_string_lossy().starts_with(".tmp-") {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// The manifest of a stored load.

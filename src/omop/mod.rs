@@ -8,7 +8,6 @@ pub mod cdm;
 pub mod cohort_data;
 pub mod constraints;
 pub mod dataset;
-pub mod idhash;
 mod records;
 mod table_builder;
 mod values;

@@ -348,3 +348,68 @@ fn a_stored_load_reads_back_the_same_events() {
     assert_eq!((empty.events.num_rows(), empty.persons.len()), (0, 1));
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+#[test]
+fn a_mention_and_its_clinical_row_are_one_event_whatever_the_concept_table_says() {
+    // No vocabulary: no concept row for 201826, yet the mention still stands for its row.
+    let records = r#"{"note_id":"n1","person_id":"p1","note_date":"2024-01-01","entities":[{"start":0,"end":1,"domain":"condition","concept_id":201826}]}"#;
+    let b = build(records).unwrap();
+    let data = cohort_data(&Source::Memory(&b.tables), None).unwrap();
+    assert_eq!(
+        strs(&data.events, "domain_table"),
+        vec![Some("condition_occurrence".into())]
+    );
+}
+
+#[test]
+fn a_plain_row_sharing_a_mention_id_stays_its_own_event() {
+    // Plain note_nlp 1 (asserted) and an unrelated plain condition 1 typed NLP: no link was
+    // recorded, so both are events, of their own persons.
+    let records = [
+        r#"{"table":"note","note_id":1,"person_id":100,"note_date":"2024-01-01","note_type_concept_id":32817,"note_class_concept_id":0,"note_text":"x","encoding_concept_id":0,"language_concept_id":0}"#,
+        r#"{"table":"note_nlp","note_nlp_id":1,"note_id":1,"lexical_variant":"x","nlp_date":"2024-01-01","note_nlp_concept_id":201826,"term_exists":"Y"}"#,
+        r#"{"table":"condition_occurrence","condition_occurrence_id":1,"person_id":200,"condition_concept_id":4329847,"condition_start_date":"2024-01-01","condition_type_concept_id":32858}"#,
+    ]
+    .join("\n");
+    let b = build(&records).unwrap();
+    let data = cohort_data(&Source::Memory(&b.tables), None).unwrap();
+    let mut got: Vec<(Option<i64>, Option<String>)> = ints(&data.events, "person_id")
+        .into_iter()
+        .zip(strs(&data.events, "domain_table"))
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            (Some(100), Some("note_nlp".into())),
+            (Some(200), Some("condition_occurrence".into()))
+        ]
+    );
+}
+
+#[test]
+fn unreadable_assertions_are_rejected_and_mentions_are_bounded() {
+    let records = [
+        r#"{"table":"note_nlp","note_nlp_id":1,"note_id":1,"lexical_variant":"x","nlp_date":"2024-01-01","term_modifiers":"Negation=NEGATED"}"#,
+        r#"{"table":"note_nlp","note_nlp_id":2,"note_id":1,"lexical_variant":"x","nlp_date":"2024-01-01","term_modifiers":"negation=maybe"}"#,
+    ]
+    .join("\n");
+    let b = build(&records).unwrap();
+    assert_eq!(ints(table(&b, "note_nlp"), "note_nlp_id"), vec![Some(1)]);
+    assert_eq!(
+        (b.rejections[0].reason, b.rejections[0].field),
+        ("invalid_value", Some("term_modifiers"))
+    );
+    // A mention's text is cut at the CDM's 250 characters.
+    let long = "a".repeat(1000);
+    let line = format!(
+        r#"{{"note_id":1,"person_id":1,"note_date":"2024-01-01","note_text":"{long}","entities":[{{"start":10,"end":900,"domain":"condition"}}]}}"#
+    );
+    let b = build(&line).unwrap();
+    assert_eq!(
+        strs(table(&b, "note_nlp"), "lexical_variant")[0]
+            .as_ref()
+            .map(String::len),
+        Some(250)
+    );
+}

@@ -299,26 +299,27 @@ impl CirceCohort {
         let coded = self.primary.criteria.iter().all(|c| c.codeset.is_some())
             && self.inclusion_rules.iter().all(all_coded);
         coded.then(|| {
-            self.concept_sets
-                .iter()
-                .flat_map(|c| &c.items)
-                .flat_map(|i| {
-                    if i.include_descendants {
-                        descendants(&[i.concept_id]).into_iter().collect()
-                    } else {
-                        vec![i.concept_id]
-                    }
-                })
-                .collect()
+            let mut all = std::collections::HashSet::new();
+            for set in &self.concept_sets {
+                // One closure per set over all its roots, not one per item.
+                let (deep, flat): (Vec<&ConceptSetItem>, Vec<&ConceptSetItem>) =
+                    set.items.iter().partition(|i| i.include_descendants);
+                let roots: Vec<i64> = deep.iter().map(|i| i.concept_id).collect();
+                if !roots.is_empty() {
+                    all.extend(descendants(&roots));
+                }
+                all.extend(flat.iter().map(|i| i.concept_id));
+            }
+            all
         })
     }
 
-    /// Whether some concept set item asks for descendants (which then needs a hierarchy).
-    pub fn uses_descendants(&self) -> bool {
+    /// The index of the first concept set with an item that asks for descendants (which then
+    /// needs a hierarchy).
+    pub fn first_set_with_descendants(&self) -> Option<usize> {
         self.concept_sets
             .iter()
-            .flat_map(|c| &c.items)
-            .any(|i| i.include_descendants)
+            .position(|c| c.items.iter().any(|i| i.include_descendants))
     }
 }
 
