@@ -437,7 +437,11 @@ impl Builder {
                 return self.reject(rej);
             }
             let link = self.table(&cdm::DERIVED_EVENT);
-            link.append(vec![Cell::Int(nlp_id), Cell::Text(et.table.name.into())]);
+            link.append(vec![
+                Cell::Int(nlp_id),
+                Cell::Text(et.table.name.into()),
+                Cell::Int(concept_id),
+            ]);
             let t = self.table(et.table);
             let mut row = t.blank();
             if let Some(pk) = et.table.primary_key {
@@ -579,6 +583,9 @@ impl Builder {
 fn concept_column(table: &str) -> Option<&'static str> {
     if table == cdm::NOTE_NLP.name {
         return Some("note_nlp_concept_id");
+    }
+    if table == cdm::DERIVED_EVENT.name {
+        return Some("concept_id");
     }
     cdm::EVENT_TABLES
         .iter()

@@ -387,7 +387,11 @@ pub static PERSON_INDEX: Table = Table {
 pub static DERIVED_EVENT: Table = Table {
     name: "phiflow_derived_event",
     primary_key: Some("note_nlp_id"),
-    columns: &[req("note_nlp_id", I), req("event_table", S)],
+    columns: &[
+        req("note_nlp_id", I),
+        req("event_table", S),
+        req("concept_id", I),
+    ],
 };
 
 /// Every table a load writes, in the order of the response's `row_counts`.

@@ -227,7 +227,11 @@ fn read_rows(src: &Source<'_>, wanted: Option<&Arc<IdSet>>) -> Result<Rows, Data
         cols.extend(et.end_date);
         events.push(src.table_where(et.table, &cols, keep(et.concept).as_ref())?);
     }
-    let links = src.table(&cdm::DERIVED_EVENT, &["note_nlp_id", "event_table"])?;
+    let links = src.table_where(
+        &cdm::DERIVED_EVENT,
+        &["note_nlp_id", "event_table"],
+        keep("concept_id").as_ref(),
+    )?;
     let (link_ids, link_tables) = (
         ints(&links, "note_nlp_id")?,
         strings(&links, "event_table")?,
