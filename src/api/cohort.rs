@@ -59,20 +59,7 @@ pub async fn resolve(State(state): State<AppState>, req: Request) -> Result<Resp
         None => {
             let c = body.get("circe").cloned().unwrap_or_default();
             let parsed = circe::parse(&c).map_err(|errs| {
-                path_violations(
-                    "circe",
-                    errs.into_iter().map(|e| {
-                        let path = e
-                            .path
-                            .into_iter()
-                            .map(|p| match p {
-                                circe::PathSeg::Key(k) => PathSeg::Key(k),
-                                circe::PathSeg::Index(i) => PathSeg::Index(i),
-                            })
-                            .collect();
-                        (path, e.kind, e.msg)
-                    }),
-                )
+                path_violations("circe", errs.into_iter().map(|e| (e.path, e.kind, e.msg)))
             })?;
             (Definition::Circe(Box::new(parsed)), c)
         }

@@ -40,7 +40,7 @@ pub const MAX_DEPTH: usize = 32;
 /// Largest `days_before` / `days_after`, about 2,700 years: keeps date arithmetic trivially safe.
 pub const MAX_DAYS: u64 = 1_000_000;
 
-/// One step of a JSON path, relative to the phenotype object.
+/// One step of a JSON path (relative to the definition: phenotype or Circe expression).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum PathSeg {

@@ -9,13 +9,7 @@ use std::fmt;
 use chrono::NaiveDate;
 use serde::{Serialize, Serializer};
 
-/// One step of a JSON path: an object key or an array index.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum PathSeg {
-    Key(String),
-    Index(usize),
-}
+pub use crate::cohort::phenotype::PathSeg;
 
 /// Why one element of the expression cannot be evaluated exactly.
 ///
