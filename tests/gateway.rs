@@ -10,14 +10,31 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 type Received = Arc<Mutex<Vec<String>>>;
 
-async fn chat(State(received): State<Received>, body: String) -> Response {
-    received.lock().unwrap().push(body.clone());
+/// Records each request's headers (all but `authorization`, checked on its own) and body.
+async fn chat(State(received): State<Received>, headers: HeaderMap, body: String) -> Response {
+    let auth = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    assert_eq!(
+        auth, "Bearer sk-test-secret",
+        "the upstream's own credential is sent"
+    );
+    let shown: Vec<String> = headers
+        .iter()
+        .filter(|(k, _)| k.as_str() != "authorization")
+        .map(|(k, v)| format!("{k}: {}", v.to_str().unwrap_or("")))
+        .collect();
+    received
+        .lock()
+        .unwrap()
+        .push(format!("{}\n\n{body}", shown.join("\n")));
     let v: Value = serde_json::from_str(&body).unwrap_or_default();
     let prompt = v["messages"][0]["content"]
         .as_str()
@@ -99,7 +116,13 @@ fn fixture() -> &'static Fixture {
 }
 
 const NOTE: &str = "Patient John Smith, phone (617) 555-0143, email john.smith@example.com.";
-const IDENTIFIERS: [&str; 4] = ["John", "Smith", "555-0143", "john.smith@example.com"];
+const IDENTIFIERS: [&str; 5] = [
+    "John",
+    "Smith",
+    "555-0143",
+    "john.smith@example.com",
+    "John-Smith",
+];
 
 fn request(mode: &str) -> Value {
     json!({ "text": format!("{mode}: {NOTE}"), "confidence_threshold": 0.5 })
@@ -139,7 +162,18 @@ async fn the_endpoint_sees_placeholders_and_the_caller_gets_the_originals_back()
     );
     assert_eq!(r["upstream"]["model"], "test-model");
     assert_eq!(r["audit"]["record_hash"].as_str().map(str::len), Some(64));
-    let sent: Value = serde_json::from_str(f.received.lock().unwrap().last().unwrap()).unwrap();
+    // Tests share the endpoint: find this request's body by its placeholder tag.
+    let tag = &prompt[prompt.find("<<PHI_").unwrap()..prompt.find(">>").unwrap()];
+    let mine = f
+        .received
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|r| r.contains(tag))
+        .cloned()
+        .unwrap();
+    assert!(mine.contains("x-request-id: "));
+    let sent: Value = serde_json::from_str(mine.split("\n\n").nth(1).unwrap()).unwrap();
     assert_eq!(sent["model"], "test-model");
     assert_eq!(sent["messages"][0]["content"].as_str(), Some(prompt));
 }

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::body::read_json;
 use super::detect::keep_alive_of;
-use super::error::{ApiError, request_id};
+use super::error::ApiError;
 use super::schemas;
 use super::state::{AppState, Gateway};
 use crate::deid::canonical_label;
@@ -98,7 +98,9 @@ pub async fn complete(
         metrics.inc_by(&[Failure::NotConfigured.reason()], 1);
         return Err(ApiError::Gateway(Failure::NotConfigured));
     };
-    let request_id = request_id().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    // A fresh id, never the caller's X-Request-ID: this one is sent upstream and written to
+    // the audit log, and a caller-chosen header could carry an identifier.
+    let request_id = uuid::Uuid::new_v4().simple().to_string();
     let mut audit = Map::new();
     audit.insert("ts".into(), json!(super::detect::now_rfc3339()));
     audit.insert("request_id".into(), json!(request_id));
