@@ -143,59 +143,113 @@ struct SpanRecord<'a> {
     text: Option<&'a str>,
 }
 
-/// What the final record needs of a sent span, kept small (labels shared): a long stream keeps
-/// one per span until the end.
+/// What the final record needs of a sent span, packed: a long stream keeps one per span until
+/// the end (a 50 MB note sends about a million), so labels and patterns are indexes into
+/// shared tables and the text is sliced from the note itself when the final record is written.
 struct Kept {
-    start: usize,
-    end: usize,
-    byte_start: usize,
-    byte_end: usize,
-    label: Arc<str>,
+    start: u64,
+    end: u64,
+    byte_start: u64,
+    byte_end: u64,
     score: f32,
+    label: u16,
+    /// `u16::MAX`: none.
+    pattern: u16,
     source: Source,
-    pattern: Option<Arc<str>>,
-    text: Option<Box<str>>,
 }
 
-impl Kept {
-    fn record(&self) -> SpanRecord<'_> {
-        let canon = canonical_label(&self.label);
+/// The sent spans, in chunks of fixed capacity: growing never copies what is already kept, and
+/// never holds twice the memory while it does.
+#[derive(Default)]
+struct KeptLog {
+    chunks: Vec<Vec<Kept>>,
+    labels: Vec<Arc<str>>,
+    patterns: Vec<Arc<str>>,
+    len: usize,
+}
+
+const KEPT_CHUNK: usize = 64 * 1024;
+
+impl KeptLog {
+    fn intern(table: &mut Vec<Arc<str>>, s: &str) -> u16 {
+        match table.iter().position(|t| &**t == s) {
+            Some(i) => i as u16,
+            // More distinct values than fit (never seen: labels and patterns are few) share
+            // the last slot rather than fail the stream.
+            None if table.len() >= usize::from(u16::MAX) - 1 => (table.len() - 1) as u16,
+            None => {
+                table.push(Arc::from(s));
+                (table.len() - 1) as u16
+            }
+        }
+    }
+
+    fn push(&mut self, k: Kept) {
+        if self.chunks.last().is_none_or(|c| c.len() == KEPT_CHUNK) {
+            self.chunks.push(Vec::with_capacity(KEPT_CHUNK));
+        }
+        if let Some(c) = self.chunks.last_mut() {
+            c.push(k);
+            self.len += 1;
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Kept> {
+        self.chunks.iter().flatten()
+    }
+
+    fn record<'a>(&'a self, k: &Kept, text: Option<&'a str>) -> SpanRecord<'a> {
+        let label = &*self.labels[usize::from(k.label)];
+        let canon = canonical_label(label);
         SpanRecord {
-            id: span_id(&self.label, self.start),
-            label: &self.label,
+            id: span_id(label, k.start as usize),
+            label,
             canonical_label: canon.name,
             hipaa_class: canon.hipaa_class,
-            confidence: (f64::from(self.score) * 1e4).round() / 1e4,
-            start: self.start,
-            end: self.end,
-            byte_start: self.byte_start,
-            byte_end: self.byte_end,
-            source: self.source,
-            pattern: self.pattern.as_deref(),
-            text: self.text.as_deref(),
+            confidence: (f64::from(k.score) * 1e4).round() / 1e4,
+            start: k.start as usize,
+            end: k.end as usize,
+            byte_start: k.byte_start as usize,
+            byte_end: k.byte_end as usize,
+            source: k.source,
+            pattern: self.patterns.get(usize::from(k.pattern)).map(|p| &**p),
+            text: text.and_then(|t| t.get(k.byte_start as usize..k.byte_end as usize)),
         }
     }
 }
 
 /// Sends the final record with its (possibly very long) `spans` array serialized in batches,
 /// never as one JSON tree. False when the client has gone.
-async fn send_final(tx: &mpsc::Sender<Bytes>, spans: &[Kept], rest: &Value) -> bool {
+async fn send_final(
+    tx: &mpsc::Sender<Bytes>,
+    spans: &KeptLog,
+    text: Option<&str>,
+    rest: &Value,
+) -> bool {
     if tx.send(Bytes::from_static(b"{\"spans\":[")).await.is_err() {
         return false;
     }
-    for (i, batch) in spans.chunks(1024).enumerate() {
-        let mut buf = Vec::with_capacity(batch.len() * 256);
-        for (j, k) in batch.iter().enumerate() {
-            if i + j > 0 {
-                buf.push(b',');
-            }
-            if serde_json::to_writer(&mut buf, &k.record()).is_err() {
-                return false;
-            }
+    let mut buf = Vec::with_capacity(1024 * 256);
+    for (i, k) in spans.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
         }
-        if tx.send(Bytes::from(buf)).await.is_err() {
+        if serde_json::to_writer(&mut buf, &spans.record(k, text)).is_err() {
             return false;
         }
+        if (i + 1) % 1024 == 0 {
+            if tx
+                .send(Bytes::from(std::mem::take(&mut buf)))
+                .await
+                .is_err()
+            {
+                return false;
+            }
+            buf.reserve(1024 * 256);
+        }
+    }
+    if !buf.is_empty() && tx.send(Bytes::from(buf)).await.is_err() {
+        return false;
     }
     // `rest` is an object: its members follow the array.
     let mut tail = b"],".to_vec();
@@ -253,40 +307,35 @@ pub async fn extract_stream(
         .into_iter()
         .collect();
     let (total_chars, total_bytes) = (text.chars().count(), text.len());
+    let whole: Arc<str> = Arc::from(text);
     let (mut committed, engine) =
-        streaming::spawn(pipeline, model.arc(), opts, Arc::from(text), params);
+        streaming::spawn(pipeline, model.arc(), opts, whole.clone(), params);
     let (tx, rx) = mpsc::channel(16);
     let request_id = request_id();
     tokio::spawn(async move {
         let _model = model; // held (counted as active) until the stream ends
-        let mut all: Vec<Kept> = Vec::new();
-        let mut labels: std::collections::HashMap<String, Arc<str>> = Default::default();
+        let mut all = KeptLog::default();
         let mut chars_before = 0;
         let mut first_record_ms = None;
         while let Some(Committed { start, text, spans }) = committed.recv().await {
             let index = CharIndex::new(&text);
             for s in spans {
                 let (a, b) = (s.start - start, s.end - start);
-                let label = match labels.get(&s.label) {
-                    Some(l) => l.clone(),
-                    None => {
-                        let l: Arc<str> = Arc::from(s.label.as_str());
-                        labels.insert(s.label, l.clone());
-                        l
-                    }
-                };
                 let kept = Kept {
-                    start: chars_before + index.char_offset(a),
-                    end: chars_before + index.char_offset(b),
-                    byte_start: s.start,
-                    byte_end: s.end,
-                    label,
+                    start: (chars_before + index.char_offset(a)) as u64,
+                    end: (chars_before + index.char_offset(b)) as u64,
+                    byte_start: s.start as u64,
+                    byte_end: s.end as u64,
                     score: s.score,
+                    label: KeptLog::intern(&mut all.labels, &s.label),
+                    pattern: s
+                        .pattern
+                        .as_deref()
+                        .map_or(u16::MAX, |p| KeptLog::intern(&mut all.patterns, p)),
                     source: s.source,
-                    pattern: s.pattern,
-                    text: include_text.then(|| text[a..b].into()),
                 };
-                let emit = json!({ "type": "emit", "span": kept.record() });
+                let span = all.record(&kept, include_text.then_some(&*whole));
+                let emit = json!({ "type": "emit", "span": span });
                 record_sent(EXTRACT_ROUTE, "emit");
                 if !send(&tx, &emit).await {
                     return;
@@ -303,7 +352,7 @@ pub async fn extract_stream(
         for (k, v) in [
             ("chars", json!(total_chars)),
             ("bytes", json!(total_bytes)),
-            ("spans", json!(all.len())),
+            ("spans", json!(all.len)),
             ("chunk_size", json!(params.chunk_chars)),
             ("window_chars", json!(params.window_chars)),
             ("tokenizer_context_chars", json!(params.context_chars)),
@@ -320,7 +369,7 @@ pub async fn extract_stream(
             "warnings": warnings,
             "timestamp": now_rfc3339(),
         });
-        send_final(&tx, &all, &rest).await;
+        send_final(&tx, &all, include_text.then_some(&*whole), &rest).await;
         record_sent(EXTRACT_ROUTE, "final");
     });
     Ok(ndjson(rx))
