@@ -220,11 +220,7 @@ fn main() {
     let mut events = 0;
     for _ in 0..runs {
         let t = Instant::now();
-        let concepts: HashSet<i64> = ["t2d", "metformin", "ckd"]
-            .iter()
-            .zip([&[201826][..], &[1503297], &[46271022]])
-            .flat_map(|(_, roots)| hierarchy.descendants_with_self(roots))
-            .collect();
+        let concepts = parsed.concept_filter(&|roots| hierarchy.descendants_with_self(roots));
         let data = cohort_data(&src, Some(&concepts)).expect("cohort data");
         let read = t.elapsed().as_secs_f64();
         let t2 = Instant::now();

@@ -8,6 +8,7 @@ pub mod cohort;
 pub mod config;
 pub mod datafiles;
 pub mod deid;
+pub mod digest;
 pub mod eval;
 pub mod gateway;
 pub mod idhash;

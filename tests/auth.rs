@@ -20,7 +20,7 @@ const KEY_ALL: &str = "key-with-every-scope-3f9a";
 const KEY_NONE: &str = "key-without-scopes-77c1";
 
 fn sha256_hex(s: &str) -> String {
-    phiflow::tls::sha256_hex(s.as_bytes())
+    phiflow::digest::sha256_hex(s.as_bytes())
 }
 
 fn jwks() -> String {

@@ -31,7 +31,7 @@ async fn logs_never_contain_caller_text_or_credentials() {
         .expect("addr")
         .port();
     let key = "key-never-logged-91c2";
-    let digest = phiflow::tls::sha256_hex(key.as_bytes());
+    let digest = phiflow::digest::sha256_hex(key.as_bytes());
     let mut child = Command::new(env!("CARGO_BIN_EXE_phiflow"))
         .arg("serve")
         .env("SERVICE_PORT", port.to_string())

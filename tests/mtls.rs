@@ -289,7 +289,7 @@ async fn good_cert_unmapped_gets_fingerprint_id() -> TestResult {
     let principals = r#"[{"identity": "svc-billing", "principal": "billing", "scopes": "x"}]"#;
     let srv = start(&pki.settings(Some(principals), false)).await?;
     let v = get_json(&pki.client(Some(&pki.good))?, &srv.url("/whoami")).await?;
-    let fp = phiflow::tls::sha256_hex(&pki.good.der);
+    let fp = phiflow::digest::sha256_hex(&pki.good.der);
     assert_eq!(fp.len(), 64);
     assert_eq!(v["fingerprint"], fp.as_str());
     assert_eq!(v["principal"], format!("mtls:{fp}"));
@@ -469,7 +469,7 @@ fn identity_from_der_reads_subject_and_sans() -> TestResult {
     assert_eq!(id.sans, vec!["svc-analytics.hospital.internal".to_owned()]);
     assert_eq!(
         id.fingerprint_sha256,
-        phiflow::tls::sha256_hex(&pki.good.der)
+        phiflow::digest::sha256_hex(&pki.good.der)
     );
     Ok(())
 }
@@ -511,7 +511,7 @@ fn identity_handles_ip_uri_email_sans_and_escaping() -> TestResult {
 fn service_authorizes_by_client_certificate() -> TestResult {
     let pki = make_pki()?;
     let key = "mtls-test-key-6b1f0d";
-    let digest = phiflow::tls::sha256_hex(key.as_bytes());
+    let digest = phiflow::digest::sha256_hex(key.as_bytes());
     let (cert, tls_key, ca) = (
         pki.cert_path.clone(),
         pki.key_path.clone(),

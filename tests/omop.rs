@@ -5,6 +5,7 @@ mod common;
 
 use std::sync::OnceLock;
 
+use phiflow::digest::sha256_hex;
 use serde_json::{Value, json};
 
 fn data_dir() -> &'static std::path::PathBuf {
@@ -18,14 +19,6 @@ fn server() -> &'static common::Server {
         let dir = data_dir().clone();
         common::start(move |s| s.data_dir = dir)
     })
-}
-
-fn sha256_hex(text: &str) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 const TEXT: &str = "No fever. Pneumonia. Mother had asthma.";

@@ -46,7 +46,7 @@ pub async fn resolve(State(state): State<AppState>, req: Request) -> Result<Resp
     if !violations.is_empty() {
         return Err(ApiError::Validation(violations));
     }
-    let (definition, raw) = match body.get("phenotype").filter(|v| !v.is_null()) {
+    let (definition, raw) = match body.get("phenotype") {
         Some(p) => (
             Definition::Phenotype(Box::new(cohort::parse_phenotype(p).map_err(|errs| {
                 path_violations(
@@ -201,16 +201,15 @@ fn needs_hierarchy(definition: &Definition, h: &Hierarchy) -> Option<usize> {
         return None;
     }
     match definition {
-        Definition::Phenotype(p) => p.concept_sets().iter().position(|s| s.include_descendants),
+        Definition::Phenotype(p) => p.first_set_with_descendants(),
         Definition::Circe(c) => c.first_set_with_descendants(),
     }
 }
 
-/// Exactly one of two alternative fields.
+/// Exactly one of two alternative fields (the schema already refused `null`).
 fn exactly_one(body: &Value, a: &str, b: &str, out: &mut Vec<Violation>) {
-    let given = |k: &str| body.get(k).is_some_and(|v| !v.is_null());
     let msg = format!("Exactly one of `{a}` and `{b}` must be given");
-    match (given(a), given(b)) {
+    match (body.get(a).is_some(), body.get(b).is_some()) {
         (true, false) | (false, true) => {}
         (true, true) => out.push(Violation::new(
             &[json!("body"), json!(b)],
@@ -287,23 +286,12 @@ fn evaluate(
         Definition::Circe(c) => circe_answer(src, c, raw, hierarchy, &data),
         Definition::Phenotype(p) => {
             let r = cohort::resolve(p, hierarchy, &data).map_err(resolve_error)?;
-            let persons: HashSet<i64> = r.patients.iter().copied().collect();
-            let notes: HashSet<i64> = r
+            let notes = r
                 .evidence
                 .iter()
                 .flat_map(|e| e.matches.iter().filter_map(|m| m.note_id))
                 .collect();
-            let person_ids = ids(src, &cdm::PERSON, "person", &persons)?;
-            let note_ids = ids(src, &cdm::NOTE, "note", &notes)?;
-            let hashes = omop::note_hashes(src, &notes).map_err(dataset_error)?;
-            let hash = |m: &cohort::EvidenceMatch| -> Option<String> {
-                m.note_id
-                    .and_then(|n| hashes.get(&n))
-                    .or(m.source_note_hash.as_ref())
-                    .cloned()
-            };
-            let caller =
-                |m: &HashMap<i64, Value>, id: i64| m.get(&id).cloned().unwrap_or(json!(id));
+            let caller = CallerIds::new(src, r.patients.iter().copied().collect(), notes)?;
             let evidence: Vec<Value> = r
                 .evidence
                 .iter()
@@ -319,22 +307,22 @@ fn evaluate(
                                 "vocabulary": m.vocabulary,
                                 "domain_table": m.domain_table,
                                 "event_id": m.event_id,
-                                "note_id": m.note_id.map(|n| caller(&note_ids, n)),
+                                "note_id": m.note_id.map(|n| caller.note(n)),
                                 "note_nlp_id": m.note_nlp_id,
-                                "source_note_hash": hash(m),
+                                "source_note_hash": caller.hash(m.note_id, &m.source_note_hash),
                                 "start": m.start,
                                 "end": m.end,
                             })
                         })
                         .collect();
-                    json!({ "patient_id": caller(&person_ids, e.person_id), "matches": matches })
+                    json!({ "patient_id": caller.person(e.person_id), "matches": matches })
                 })
                 .collect();
             Ok(json!({
                 "schema_version": RESULT_SCHEMA,
                 "advisory": ADVISORY,
                 "count": r.patients.len(),
-                "patient_ids": r.patients.iter().map(|p| caller(&person_ids, *p)).collect::<Vec<_>>(),
+                "patient_ids": r.patients.iter().map(|p| caller.person(*p)).collect::<Vec<_>>(),
                 "evidence": evidence,
                 "provenance": {
                     "schema_version": PROVENANCE_SCHEMA,
@@ -352,22 +340,10 @@ fn evaluate(
 
 /// Every concept the definition can match: events of other concepts are never read.
 fn concept_filter(definition: &Definition, h: &Hierarchy) -> Option<HashSet<i64>> {
+    let descendants = |roots: &[i64]| h.descendants_with_self(roots);
     match definition {
-        Definition::Phenotype(p) => Some(
-            p.concept_sets()
-                .iter()
-                .flat_map(|c| {
-                    if c.include_descendants {
-                        h.descendants_with_self(&c.concept_ids)
-                            .into_iter()
-                            .collect()
-                    } else {
-                        c.concept_ids.clone()
-                    }
-                })
-                .collect(),
-        ),
-        Definition::Circe(c) => c.concept_filter(&|roots| h.descendants_with_self(roots)),
+        Definition::Phenotype(p) => Some(p.concept_filter(&descendants)),
+        Definition::Circe(c) => c.concept_filter(&descendants),
     }
 }
 
@@ -382,18 +358,14 @@ fn circe_answer(
     let r = circe::resolve(c, &|roots| hierarchy.descendants_with_self(roots), data);
     let mut patients: Vec<i64> = r.periods.iter().map(|p| p.person_id).collect();
     patients.dedup();
-    let persons: HashSet<i64> = patients.iter().copied().collect();
-    let notes: HashSet<i64> = r.index_events.iter().filter_map(|e| e.note_id).collect();
-    let person_ids = ids(src, &cdm::PERSON, "person", &persons)?;
-    let note_ids = ids(src, &cdm::NOTE, "note", &notes)?;
-    let hashes = omop::note_hashes(src, &notes).map_err(dataset_error)?;
-    let caller = |m: &HashMap<i64, Value>, id: i64| m.get(&id).cloned().unwrap_or(json!(id));
+    let notes = r.index_events.iter().filter_map(|e| e.note_id).collect();
+    let caller = CallerIds::new(src, patients.iter().copied().collect(), notes)?;
     let periods: Vec<Value> = r
         .periods
         .iter()
         .map(|p| {
             json!({
-                "patient_id": caller(&person_ids, p.person_id),
+                "patient_id": caller.person(p.person_id),
                 "start_date": p.start_date.to_string(),
                 "end_date": p.end_date.to_string(),
             })
@@ -404,14 +376,14 @@ fn circe_answer(
         .iter()
         .map(|e| {
             json!({
-                "patient_id": caller(&person_ids, e.person_id),
+                "patient_id": caller.person(e.person_id),
                 "domain_table": e.domain_table,
                 "event_id": e.event_id,
                 "concept_id": e.concept_id,
                 "start_date": e.start_date.to_string(),
-                "note_id": e.note_id.map(|n| caller(&note_ids, n)),
+                "note_id": e.note_id.map(|n| caller.note(n)),
                 "note_nlp_id": e.note_nlp_id,
-                "source_note_hash": e.note_id.and_then(|n| hashes.get(&n)).or(e.source_note_hash.as_ref()),
+                "source_note_hash": caller.hash(e.note_id, &e.source_note_hash),
                 "start": e.start,
                 "end": e.end,
             })
@@ -421,7 +393,7 @@ fn circe_answer(
         "schema_version": CIRCE_RESULT_SCHEMA,
         "advisory": ADVISORY,
         "count": patients.len(),
-        "patient_ids": patients.iter().map(|p| caller(&person_ids, *p)).collect::<Vec<_>>(),
+        "patient_ids": patients.iter().map(|p| caller.person(*p)).collect::<Vec<_>>(),
         "periods": periods,
         "index_events": index_events,
         "inclusion_rules": r.inclusion_rules,
@@ -435,13 +407,36 @@ fn circe_answer(
     }))
 }
 
-fn ids(
-    src: &Source<'_>,
-    table: &'static cdm::Table,
-    kind: &str,
-    wanted: &HashSet<i64>,
-) -> Result<HashMap<i64, Value>, ApiError> {
-    omop::caller_ids(src, table, kind, wanted).map_err(dataset_error)
+/// The caller's own ids for the persons and notes an answer names, and those notes' hashes.
+struct CallerIds {
+    persons: HashMap<i64, Value>,
+    notes: HashMap<i64, Value>,
+    hashes: HashMap<i64, String>,
+}
+
+impl CallerIds {
+    fn new(src: &Source<'_>, persons: HashSet<i64>, notes: HashSet<i64>) -> Result<Self, ApiError> {
+        let ids = |table, kind, wanted| omop::caller_ids(src, table, kind, wanted);
+        Ok(Self {
+            persons: ids(&cdm::PERSON, "person", &persons).map_err(dataset_error)?,
+            notes: ids(&cdm::NOTE, "note", &notes).map_err(dataset_error)?,
+            hashes: omop::note_hashes(src, &notes).map_err(dataset_error)?,
+        })
+    }
+
+    /// An id with no caller form is its own.
+    fn person(&self, id: i64) -> Value {
+        self.persons.get(&id).cloned().unwrap_or(json!(id))
+    }
+
+    fn note(&self, id: i64) -> Value {
+        self.notes.get(&id).cloned().unwrap_or(json!(id))
+    }
+
+    /// The note's stored hash, else the one the event carried.
+    fn hash<'a>(&'a self, note: Option<i64>, carried: &'a Option<String>) -> Option<&'a String> {
+        note.and_then(|n| self.hashes.get(&n)).or(carried.as_ref())
+    }
 }
 
 fn resolve_error(e: ResolveError) -> ApiError {

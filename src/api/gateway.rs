@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
+use crate::digest::sha256_hex;
 use axum::Json;
 use axum::extract::{Request, State};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use super::body::read_json;
 use super::detect::keep_alive_of;
@@ -39,13 +39,6 @@ fn valid_policy_name(s: &str) -> bool {
     (1..=64).contains(&s.len())
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-}
-
-fn sha256_hex(s: &str) -> String {
-    Sha256::digest(s.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// What a request was checked against (all of it safe to record).

@@ -229,16 +229,9 @@ fn hex_value(b: u8) -> Option<u8> {
 }
 
 #[cfg(test)]
-pub(crate) fn sha256_hex(key: &str) -> String {
-    Sha256::digest(key.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
+    use crate::digest::sha256_hex;
 
     fn cfg(entries: &str) -> Result<ApiKeyStore, AuthConfigError> {
         ApiKeyStore::parse(entries)

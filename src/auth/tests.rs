@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 use http::{HeaderMap, HeaderValue, Method};
 use serde_json::json;
 
-use super::api_keys::sha256_hex;
 use super::jwt::tests::{HS_SECRET, NOW, RSA_JWKS, hs_jwks, hs_token, rs_token};
 use super::*;
+use crate::digest::sha256_hex;
 
 const KEY_READER: &str = "reader-key-1234567890";
 const KEY_ADMIN: &str = "admin-key-1234567890";

@@ -192,7 +192,7 @@ pub fn resolve(
 }
 
 fn check_hierarchy(p: &Phenotype, h: &Hierarchy) -> Result<(), ResolveError> {
-    match p.concept_sets().iter().position(|s| s.include_descendants) {
+    match p.first_set_with_descendants() {
         Some(i) if h.is_empty() => Err(ResolveError::HierarchyRequired {
             concept_set_index: i,
         }),

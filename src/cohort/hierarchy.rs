@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::phenotype::sha256_hex;
+use crate::digest::sha256_hex;
 
 /// Ancestor -> descendant edges, deduplicated and sorted so that each concept's children form
 /// one contiguous run (a compact adjacency list without a hash map).

@@ -28,10 +28,10 @@
 
 use std::collections::HashMap;
 
+use crate::digest::sha256_hex;
 use chrono::NaiveDate;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 /// The only schema version this parser accepts.
 pub const SCHEMA_VERSION: &str = "cohort.phenotype.v1";
@@ -88,6 +88,29 @@ impl Phenotype {
     }
     pub fn expression(&self) -> &Node {
         &self.expression
+    }
+
+    /// The first concept set that asks for descendants: without a hierarchy it cannot mean
+    /// what it says.
+    pub fn first_set_with_descendants(&self) -> Option<usize> {
+        self.concept_sets.iter().position(|s| s.include_descendants)
+    }
+
+    /// Every concept a criterion can match, given how to expand roots to their descendants:
+    /// events of any other concept are never needed.
+    pub fn concept_filter(
+        &self,
+        descendants: &dyn Fn(&[i64]) -> std::collections::BTreeSet<i64>,
+    ) -> std::collections::HashSet<i64> {
+        let mut all = std::collections::HashSet::new();
+        for set in &self.concept_sets {
+            if set.include_descendants {
+                all.extend(descendants(&set.concept_ids));
+            } else {
+                all.extend(set.concept_ids.iter().copied());
+            }
+        }
+        all
     }
 }
 
@@ -1166,17 +1189,6 @@ fn write_canonical(v: &Value, out: &mut String) {
 
 fn write_json_string(s: &str, out: &mut String) {
     out.push_str(&Value::String(s.to_owned()).to_string());
-}
-
-/// Lower-case hex SHA-256 of `bytes`.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let digest = Sha256::digest(bytes);
-    let mut hex = String::with_capacity(64);
-    for b in digest {
-        let _ = write!(hex, "{b:02x}");
-    }
-    hex
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ fn record_hash(previous: &str, record: &Map<String, Value>) -> String {
     let mut h = Sha256::new();
     h.update(previous.as_bytes());
     h.update(Value::Object(record.clone()).to_string().as_bytes());
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    crate::digest::hex(&h.finalize())
 }
 
 impl AuditLog {

@@ -31,7 +31,6 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 use tokio::sync::{Notify, watch};
 use tokio::task::AbortHandle;
 
@@ -246,13 +245,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// `sha256:<hex>` of some bytes.
 pub(crate) fn sha256_tag(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut s = String::with_capacity(7 + 64);
-    s.push_str("sha256:");
-    for b in digest {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
+    format!("sha256:{}", crate::digest::sha256_hex(bytes))
 }
 
 /// Current time in Unix milliseconds (the DB's time unit).

@@ -14,7 +14,8 @@ use super::assertion::Assertion;
 use super::cdm::{self, Table};
 use super::records::{self, CallerId, GroundedNote, LineError, Record, entity, entity_field};
 use super::table_builder::{Cell, TableBuilder};
-use super::values::{cell, days, parse_date, sha256_hex, stable_id};
+use super::values::{cell, days, parse_date, stable_id};
+use crate::digest::sha256_hex;
 
 /// At most this many rejections are listed; the counts are always complete.
 pub const MAX_LISTED_REJECTIONS: usize = 1000;
@@ -225,7 +226,7 @@ impl Builder {
         let (person_id, person_source) = resolve_id("person", &[], &n.person);
         let hash = n.hash.clone().unwrap_or_else(|| match &n.text {
             Some(t) => sha256_hex(t),
-            None => sha256_hex(&id_text(&n.note)),
+            None => sha256_hex(id_text(&n.note)),
         });
         let reject_note = |reason, field| Rejection {
             table: Some("note"),

@@ -73,7 +73,7 @@ impl Source<'_> {
 fn ints<'a>(b: &'a RecordBatch, col: &str) -> Result<&'a Int64Array, DatasetError> {
     b.column_by_name(col)
         .and_then(|c| c.as_primitive_opt::<Int64Type>())
-        .ok_or(DatasetError::NoTable)
+        .ok_or(DatasetError::BadColumn)
 }
 
 fn dates<'a>(
@@ -82,7 +82,7 @@ fn dates<'a>(
 ) -> Result<&'a arrow_array::PrimitiveArray<Date32Type>, DatasetError> {
     b.column_by_name(col)
         .and_then(|c| c.as_primitive_opt::<Date32Type>())
-        .ok_or(DatasetError::NoTable)
+        .ok_or(DatasetError::BadColumn)
 }
 
 fn strings<'a>(
@@ -91,7 +91,7 @@ fn strings<'a>(
 ) -> Result<&'a arrow_array::StringArray, DatasetError> {
     b.column_by_name(col)
         .and_then(|c| c.as_string_opt::<i32>())
-        .ok_or(DatasetError::NoTable)
+        .ok_or(DatasetError::BadColumn)
 }
 
 /// Appends events column by column.
@@ -558,7 +558,7 @@ pub fn cohort_data(
     let column = |name| {
         op.column_by_name(name)
             .cloned()
-            .ok_or(DatasetError::NoTable)
+            .ok_or(DatasetError::BadColumn)
     };
     let observation_periods = RecordBatch::try_new(
         observation_period_schema(),

@@ -22,7 +22,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::statistics::Statistics;
 use serde::{Deserialize, Serialize};
 
-use super::values::sha256_hex;
+use crate::digest::sha256_hex;
 use crate::idhash::IdSet;
 
 pub const MANIFEST_SCHEMA: &str = "phiflow.omop.load.v1";
@@ -48,6 +48,8 @@ pub enum DatasetError {
     BadId,
     #[error("table is not part of the load")]
     NoTable,
+    #[error("a column is missing or of an unexpected type")]
+    BadColumn,
     #[error("dataset io: {0}")]
     Io(#[from] std::io::Error),
     #[error("parquet: {0}")]

@@ -11,8 +11,9 @@ use serde_json::Value;
 use super::build::{BuildError, Built, build, hashed_id};
 use super::cohort_data::{Source, caller_ids, cohort_data};
 use super::constraints::validate;
-use super::values::{sha256_hex, stable_id};
+use super::values::stable_id;
 use super::{cdm, load};
+use crate::digest::sha256_hex;
 
 fn table<'a>(b: &'a Built, name: &str) -> &'a RecordBatch {
     &b.tables.iter().find(|(n, _)| *n == name).unwrap().1

@@ -23,17 +23,6 @@ pub fn stable_id(parts: &[&str]) -> i64 {
     (u64::from_be_bytes(b) & 0x7fff_ffff_ffff_ffff) as i64
 }
 
-/// SHA-256 hex of some text.
-pub fn sha256_hex(text: &str) -> String {
-    let d = Sha256::digest(text.as_bytes());
-    let mut s = String::with_capacity(64);
-    for b in d {
-        s.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
-        s.push(char::from_digit(u32::from(b & 15), 16).unwrap_or('0'));
-    }
-    s
-}
-
 const EPOCH: NaiveDate = NaiveDate::from_ymd_opt(1970, 1, 1).expect("valid date");
 
 /// Days since 1970-01-01 of a date.
@@ -91,14 +80,6 @@ mod tests {
         assert_ne!(a, stable_id(&["note", "n2"]));
         assert_ne!(stable_id(&["a", "bc"]), stable_id(&["ab", "c"]));
         assert!(a >= 0);
-    }
-
-    #[test]
-    fn hashes_are_lowercase_hex() {
-        assert_eq!(
-            sha256_hex("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
     }
 
     #[test]

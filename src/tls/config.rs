@@ -11,8 +11,9 @@ use rustls::server::WebPkiClientVerifier;
 use rustls_pki_types::pem::{self, PemObject};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
-use super::identity::{ClientIdentity, sha256_hex};
+use super::identity::ClientIdentity;
 use super::principals::{CertPrincipal, PrincipalMap};
+use crate::digest::sha256_hex;
 
 /// PEM certificate chain (leaf first) served to clients.
 pub const ENV_TLS_CERT: &str = "SERVICE_TLS_CERT";

@@ -4,7 +4,7 @@ use std::fmt;
 use std::fmt::Write as _;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use sha2::{Digest, Sha256};
+use crate::digest::{hex, sha256_hex};
 use x509_parser::der_parser::asn1_rs::{Any, Tag, ToDer};
 use x509_parser::prelude::{FromDer, GeneralName, X509Certificate, X509Name};
 
@@ -79,17 +79,6 @@ impl fmt::Debug for ClientIdentity {
             .field("sans", &format_args!("<{} redacted>", self.sans.len()))
             .finish()
     }
-}
-
-/// Lowercase hex SHA-256 of `bytes`; the fingerprint format used throughout this module.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(digest.len() * 2);
-    for b in digest {
-        // Writing to a String cannot fail.
-        let _ = write!(out, "{b:02x}");
-    }
-    out
 }
 
 /// Formats a name as RFC 4514 does: RDNs in reverse encoding order, `,` between RDNs,
@@ -171,14 +160,6 @@ fn decode_universal(data: &[u8]) -> Option<String> {
     data.chunks_exact(4)
         .map(|c| char::from_u32(u32::from_be_bytes([c[0], c[1], c[2], c[3]])))
         .collect()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
 }
 
 /// RFC 4514 §2.4 escaping; control characters are hex-escaped too so the subject is
@@ -326,13 +307,5 @@ mod tests {
         let id = ClientIdentity::from_der(b"not a certificate");
         assert_eq!(id.fingerprint_sha256, sha256_hex(b"not a certificate"));
         assert!(id.subject.is_empty() && id.sans.is_empty());
-    }
-
-    #[test]
-    fn sha256_hex_known_vector() {
-        assert_eq!(
-            sha256_hex(b"abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
     }
 }

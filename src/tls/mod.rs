@@ -18,6 +18,6 @@ pub use config::{
     ClientAuthMode, ENV_MTLS_CA_BUNDLE, ENV_MTLS_PRINCIPALS, ENV_MTLS_REQUIRED, ENV_TLS_CERT,
     ENV_TLS_KEY, TlsConfigError, TlsServer, TlsSettings,
 };
-pub use identity::{ClientIdentity, sha256_hex};
+pub use identity::ClientIdentity;
 pub use principals::CertPrincipal;
 pub use serve::{HANDSHAKE_TIMEOUT, serve};
