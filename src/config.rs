@@ -145,6 +145,57 @@ pub struct Settings {
     pub auth: AuthSettings,
     #[command(flatten)]
     pub tls: TlsArgs,
+    #[command(flatten)]
+    pub decisions: DecisionSettings,
+}
+
+/// Which backend scores decision options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
+pub enum DecisionBackend {
+    /// Deterministic lexical overlap: no model, no network.
+    #[default]
+    Lexical,
+    /// Cosine similarity of sentence embeddings from a local encoder model.
+    Encoder,
+}
+
+/// The decision API (`/v1/decisions`, `phiflow mcp`): backend, calibration profiles and the
+/// access policy.
+#[derive(Args, Clone, Debug)]
+pub struct DecisionSettings {
+    /// Backend scoring the options.
+    #[arg(long, env = "SERVICE_DECISION_BACKEND", value_enum, default_value_t)]
+    pub decision_backend: DecisionBackend,
+    /// The encoder backend's model directory (config.json, tokenizer.json, model.safetensors).
+    #[arg(
+        long,
+        env = "SERVICE_DECISION_ENCODER_DIR",
+        default_value = ".assets/models/sentence-transformers/all-MiniLM-L6-v2"
+    )]
+    pub decision_encoder_dir: PathBuf,
+    /// Calibration profiles (`*.toml`, each with its fixture files and their sha256).
+    #[arg(
+        long,
+        env = "SERVICE_DECISION_CALIBRATION_DIR",
+        default_value = "calibration"
+    )]
+    pub decision_calibration_dir: PathBuf,
+    /// Namespaces allowed to ask, comma-separated.
+    #[arg(
+        long,
+        env = "SERVICE_DECISION_NAMESPACES",
+        value_delimiter = ',',
+        default_value = "default"
+    )]
+    pub decision_namespaces: Vec<String>,
+    /// Purposes of use allowed, comma-separated.
+    #[arg(
+        long,
+        env = "SERVICE_DECISION_PURPOSES",
+        value_delimiter = ',',
+        default_value = "analytics,care_review,quality"
+    )]
+    pub decision_purposes: Vec<String>,
 }
 
 /// Authentication (the interface's section 5). Values are parsed and checked by `auth` at

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod cohort;
 pub mod config;
 pub mod datafiles;
+pub mod decisions;
 pub mod deid;
 pub mod digest;
 pub mod eval;

@@ -1,7 +1,7 @@
 //! The `phiflow` command line.
 
 use clap::{Parser, Subcommand};
-use phiflow::config::Settings;
+use phiflow::config::{DecisionSettings, Settings};
 
 #[derive(Parser)]
 #[command(name = "phiflow", version, about = "Clinical text privacy service")]
@@ -19,6 +19,17 @@ enum Command {
     Eval(EvalArgs),
     /// Write the synthetic evaluation corpus (seeded, reproducible) as JSON Lines.
     GenerateCorpus(GenerateArgs),
+    /// Serve the decision tool `service_decide` over MCP on stdin/stdout (logs go to stderr).
+    Mcp(McpArgs),
+}
+
+#[derive(clap::Args)]
+struct McpArgs {
+    #[command(flatten)]
+    decisions: DecisionSettings,
+    /// Log as JSON lines (on stderr).
+    #[arg(long, env = "SERVICE_LOG_JSON", default_value_t = false)]
+    log_json: bool,
 }
 
 #[derive(clap::Args)]
@@ -55,6 +66,7 @@ fn main() -> std::process::ExitCode {
     match cli.command {
         Command::Serve(settings) => run_serve(settings),
         Command::Eval(args) => run_eval(args),
+        Command::Mcp(args) => run_mcp(args),
         Command::GenerateCorpus(args) => {
             let notes = phiflow::eval::generate(args.seed, args.notes);
             match std::fs::write(&args.out, phiflow::eval::to_jsonl(&notes)) {
@@ -136,6 +148,52 @@ fn init_logging(json: bool) {
         builder.json().init();
     } else {
         builder.init();
+    }
+}
+
+/// stdout carries MCP messages only, so logs go to stderr.
+fn init_stderr_logging(json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SERVICE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_ansi(false)
+        .with_writer(std::io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+fn run_mcp(args: McpArgs) -> std::process::ExitCode {
+    init_stderr_logging(args.log_json);
+    let fail = |msg: String| {
+        eprintln!("phiflow mcp: {msg}");
+        std::process::ExitCode::FAILURE
+    };
+    let engine = match phiflow::decisions::setup::build_engine(&args.decisions) {
+        Ok(e) => std::sync::Arc::new(e),
+        Err(e) => return fail(e.to_string()),
+    };
+    let tool = match phiflow::decisions::mcp_tool(engine) {
+        Ok(t) => t,
+        Err(e) => return fail(e.to_string()),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(format!("cannot start the async runtime: {e}")),
+    };
+    match runtime.block_on(phiflow::decisions::mcp::serve_stdio(
+        tool,
+        env!("CARGO_PKG_VERSION"),
+    )) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => fail(e.to_string()),
     }
 }
 

@@ -159,6 +159,8 @@ async fn real_responses_match_their_schemas() {
     for (path, schema) in [
         ("/omop/load", "OmopLoadReport"),
         ("/cohort/resolve", "CohortResult"),
+        ("/v1/decisions", "DecisionResult"),
+        ("/v1/decisions/batch", "DecisionBatchResponse"),
     ] {
         let example =
             &doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["example"];

@@ -217,6 +217,13 @@ async fn valid_requests_are_served_or_get_501_after_validation() {
             }
             "/jobs" => assert_eq!(status, 202, "{route}: {body}"),
             "/omop/load" | "/cohort/resolve" => assert_eq!(status, 200, "{route}: {body}"),
+            "/v1/decisions" => assert_eq!(body["autonomous_action"], false, "{route}: {body}"),
+            "/v1/decisions/batch" => {
+                assert_eq!(
+                    body["results"][0]["state"], "unsupported",
+                    "{route}: {body}"
+                )
+            }
             // The shared test server has no upstream configured.
             "/privacy-gateway/complete" => {
                 assert_eq!(status, 503, "{route}: {body}");

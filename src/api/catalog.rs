@@ -6,7 +6,9 @@ use axum::routing::{MethodRouter, delete, get, post};
 
 use super::state::AppState;
 use super::validate::Schema;
-use super::{cohort, deidentify, detect, docs, gateway, jobs, omop, ops, pending, schemas, stream};
+use super::{
+    cohort, decisions, deidentify, detect, docs, gateway, jobs, omop, ops, pending, schemas, stream,
+};
 
 /// What a success response carries.
 #[derive(Clone, Copy, Debug)]
@@ -46,6 +48,7 @@ const PENDING: &[u16] = &[413, 415, 422, 501];
 const GATEWAY: &[u16] = &[400, 404, 413, 415, 422, 502, 503, 504];
 const OMOP: &[u16] = &[413, 415, 422, 504];
 const COHORT: &[u16] = &[404, 413, 415, 422, 504];
+const DECISIONS: &[u16] = &[413, 415, 422, 504];
 
 #[allow(clippy::too_many_arguments)]
 const fn route(
@@ -136,12 +139,12 @@ pub fn routes() -> Vec<Route> {
         route(Method::POST, "/models/unload", || post(ops::models_unload), "models_unload",
             "models", "Unload one model by name, or every idle one",
             Some(&schemas::MODEL_UNLOAD), 200, Json("OpenObject"), &[404, 413, 415, 422]),
-        route(Method::POST, "/v1/decisions", || post(pending::decisions), "decide", "decisions",
-            "A closed-world decision among fixed options",
-            Some(&schemas::DECISION), 200, Json("OpenObject"), PENDING),
-        route(Method::POST, "/v1/decisions/batch", || post(pending::decisions_batch),
+        route(Method::POST, "/v1/decisions", || post(decisions::decide), "decide", "decisions",
+            "A closed-world decision among fixed options; every typed state is 200",
+            Some(&schemas::DECISION), 200, Json("DecisionResult"), DECISIONS),
+        route(Method::POST, "/v1/decisions/batch", || post(decisions::decide_batch),
             "decide_batch", "decisions", "Up to 32 decisions, answered in order",
-            Some(&schemas::DECISION_BATCH), 200, Json("OpenObject"), PENDING),
+            Some(&schemas::DECISION_BATCH), 200, Json("DecisionBatchResponse"), DECISIONS),
         route(Method::GET, "/health", || get(ops::health), "health", "operations",
             "Service status; every value is a string", None, 200, Json("Health"), &[]),
         route(Method::GET, "/livez", || get(ops::livez), "livez", "operations",

@@ -4,6 +4,7 @@
 mod body;
 pub mod catalog;
 mod cohort;
+mod decisions;
 mod deidentify;
 mod detect;
 mod docs;
@@ -82,6 +83,8 @@ pub enum StartError {
     Auth(#[from] crate::auth::AuthConfigError),
     #[error("TLS settings: {0}")]
     Tls(#[from] crate::tls::TlsConfigError),
+    #[error("decision API: {0}")]
+    Decisions(#[from] crate::decisions::setup::SetupError),
 }
 
 /// Builds the state from settings: runtime, pipelines (checked), registry and its reaper, and
@@ -214,8 +217,10 @@ fn build(settings: Settings, with_jobs: bool) -> Result<AppState, StartError> {
     )?);
     let tls = tls_server(&settings)?;
     let gateway = open_gateway(&settings)?;
+    let decisions = Arc::new(crate::decisions::setup::build_engine(&settings.decisions)?);
     let state = AppState {
         gateway,
+        decisions,
         auth,
         tls,
         settings,

@@ -183,6 +183,16 @@ pub fn error_responses() -> Value {
 }
 
 /// Response and error body schemas.
+/// The decision result's JSON Schema (the one MCP advertises), without its document keys.
+fn decision_result() -> Value {
+    let mut schema = crate::decisions::schema::result_schema();
+    if let Some(o) = schema.as_object_mut() {
+        o.remove("$schema");
+        o.remove("$id");
+    }
+    schema
+}
+
 pub fn schemas() -> Map<String, Value> {
     let string = json!({ "type": "string" });
     let int = json!({ "type": "integer", "minimum": 0 });
@@ -571,6 +581,17 @@ pub fn schemas() -> Map<String, Value> {
                         "properties": { "record_hash": string, "previous_hash": string },
                     },
                 },
+            }),
+        ),
+        ("DecisionResult", decision_result()),
+        (
+            "DecisionBatchResponse",
+            json!({
+                "type": "object", "required": ["results"],
+                "properties": { "results": {
+                    "type": "array", "items": { "$ref": "#/components/schemas/DecisionResult" },
+                    "description": "One result per request, in request order",
+                } },
             }),
         ),
         (

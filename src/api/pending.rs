@@ -36,13 +36,6 @@ pending_post!(
     "POST /fhir/smart-backend/ingestions",
     6
 );
-pending_post!(decisions, schemas::DECISION, "POST /v1/decisions", 7);
-pending_post!(
-    decisions_batch,
-    schemas::DECISION_BATCH,
-    "POST /v1/decisions/batch",
-    7
-);
 
 pub async fn ingestion_get(Path(_job_id): Path<String>) -> ApiError {
     ApiError::NotImplemented {

@@ -22,6 +22,8 @@ pub struct AppState {
     pub jobs: Option<Arc<crate::jobs::Jobs>>,
     /// The privacy gateway's upstream and audit log; `None` when no upstream is configured.
     pub gateway: Option<Arc<Gateway>>,
+    /// The decision engine (backend, calibration profiles, access policy).
+    pub decisions: Arc<crate::decisions::Engine>,
 }
 
 /// The privacy gateway's configured upstream and its audit log.

@@ -73,6 +73,15 @@ pub const GATEWAY_OUTCOMES: [&str; 12] = [
 ];
 /// `kind` values of `phiflow_cohort_resolutions_total`.
 pub const COHORT_KINDS: [&str; 2] = ["phenotype", "circe"];
+/// `state` values of `phiflow_decisions_total`.
+pub const DECISION_STATES: [&str; 6] = [
+    "success",
+    "abstained",
+    "unsupported",
+    "denied",
+    "conflict",
+    "failure",
+];
 /// `type` values of `phiflow_stream_records_total`.
 pub const STREAM_RECORD_TYPES: [&str; 4] = ["emit", "final", "error", "chunk"];
 
@@ -153,6 +162,8 @@ pub struct Metrics {
     pub cohort_resolutions: CounterVec<1>,
     /// `phiflow_gateway_requests_total{outcome}`.
     pub gateway_requests: CounterVec<1>,
+    /// `phiflow_decisions_total{state}`.
+    pub decisions: CounterVec<1>,
     /// `phiflow_stream_records_total{route,type}`.
     pub stream_records: CounterVec<2>,
     /// `phiflow_build_info{version}` (always 1).
@@ -295,6 +306,11 @@ impl Metrics {
                 "Privacy gateway requests: forwarded, or the reason they were refused.",
                 ["outcome"],
             ),
+            decisions: r.counter_vec(
+                "phiflow_decisions_total",
+                "Decision results by state (each request of a batch counts).",
+                ["state"],
+            ),
             stream_records: r.counter_vec(
                 "phiflow_stream_records_total",
                 "Streamed response records by route and record type.",
@@ -323,6 +339,9 @@ impl Metrics {
         }
         for outcome in OMOP_RECORD_OUTCOMES {
             m.omop_records.inc_by(&[outcome], 0);
+        }
+        for state in DECISION_STATES {
+            m.decisions.inc_by(&[state], 0);
         }
         for kind in COHORT_KINDS {
             m.cohort_resolutions.inc_by(&[kind], 0);
