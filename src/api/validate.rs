@@ -338,15 +338,10 @@ fn fmt_num(x: f64) -> String {
     }
 }
 
+/// One semver parser for the whole service (the decision contract's, strict on pre-release
+/// and build identifiers too).
 fn is_semver(s: &str) -> bool {
-    let core = s.split(['-', '+']).next().unwrap_or("");
-    let parts: Vec<&str> = core.split('.').collect();
-    parts.len() == 3
-        && parts.iter().all(|p| {
-            !p.is_empty()
-                && p.chars().all(|c| c.is_ascii_digit())
-                && (p.len() == 1 || !p.starts_with('0'))
-        })
+    crate::decisions::version::parse_semver(s).is_some()
 }
 
 #[cfg(test)]

@@ -19,6 +19,9 @@ use super::version::parse_semver;
 /// Why profiles could not be loaded.
 #[derive(Debug, Error)]
 pub enum CalibrationError {
+    /// A profile directory or file that could not be read (see `datafiles`).
+    #[error("{file}: {message}")]
+    Read { file: String, message: String },
     #[error("cannot read {}: {source}", .path.display())]
     Io {
         path: PathBuf,
@@ -147,7 +150,12 @@ impl CalibrationProfile {
     /// Loads and verifies one profile file (fixture paths are relative to its directory).
     pub fn load(path: &Path) -> Result<Self, CalibrationError> {
         let text = fs::read_to_string(path).map_err(io_error(path))?;
-        let file: ProfileFile = toml::from_str(&text).map_err(|e| CalibrationError::Parse {
+        Self::parse(path, &text)
+    }
+
+    /// A profile from the text of its file at `path` (fixture paths are relative to it).
+    fn parse(path: &Path, text: &str) -> Result<Self, CalibrationError> {
+        let file: ProfileFile = toml::from_str(text).map_err(|e| CalibrationError::Parse {
             path: path.to_path_buf(),
             message: e.message().to_string(),
         })?;
@@ -294,22 +302,20 @@ pub struct CalibrationSet {
 impl CalibrationSet {
     /// Loads every `*.toml` directly in `dir` (sorted by name); at least one must exist.
     pub fn load_dir(dir: &Path) -> Result<Self, CalibrationError> {
-        let mut paths = Vec::new();
-        for entry in fs::read_dir(dir).map_err(io_error(dir))? {
-            let path = entry.map_err(io_error(dir))?.path();
-            if path.extension().is_some_and(|e| e == "toml") && path.is_file() {
-                paths.push(path);
+        let files = crate::datafiles::read_toml_dir(dir, "calibration").map_err(|e| {
+            CalibrationError::Read {
+                file: e.file,
+                message: e.message,
             }
-        }
-        paths.sort();
-        if paths.is_empty() {
+        })?;
+        if files.is_empty() {
             return Err(CalibrationError::NoProfiles {
                 dir: dir.to_path_buf(),
             });
         }
-        let profiles = paths
+        let profiles = files
             .iter()
-            .map(|p| CalibrationProfile::load(p))
+            .map(|(file, text)| CalibrationProfile::parse(Path::new(file), text))
             .collect::<Result<Vec<_>, _>>()?;
         Self::from_profiles(profiles)
     }

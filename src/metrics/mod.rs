@@ -73,15 +73,6 @@ pub const GATEWAY_OUTCOMES: [&str; 12] = [
 ];
 /// `kind` values of `phiflow_cohort_resolutions_total`.
 pub const COHORT_KINDS: [&str; 2] = ["phenotype", "circe"];
-/// `state` values of `phiflow_decisions_total`.
-pub const DECISION_STATES: [&str; 6] = [
-    "success",
-    "abstained",
-    "unsupported",
-    "denied",
-    "conflict",
-    "failure",
-];
 /// `type` values of `phiflow_stream_records_total`.
 pub const STREAM_RECORD_TYPES: [&str; 4] = ["emit", "final", "error", "chunk"];
 
@@ -340,8 +331,8 @@ impl Metrics {
         for outcome in OMOP_RECORD_OUTCOMES {
             m.omop_records.inc_by(&[outcome], 0);
         }
-        for state in DECISION_STATES {
-            m.decisions.inc_by(&[state], 0);
+        for state in crate::decisions::State::ALL {
+            m.decisions.inc_by(&[state.as_str()], 0);
         }
         for kind in COHORT_KINDS {
             m.cohort_resolutions.inc_by(&[kind], 0);
