@@ -201,6 +201,55 @@ async fn lru_evicts_the_least_recently_used_idle_model() {
     assert!(Path::new(dir.path()).exists());
 }
 
+/// A RoBERTa/DeBERTa-style graph, whose only inputs are `input_ids` and `attention_mask`,
+/// derived from the real model by `common::onnx_surgery` (zeros computed inside the graph where
+/// the original takes `token_type_ids`). Feeding it `token_type_ids` would be a run error; it
+/// must answer, and find the same entities as the original with the same scores.
+#[tokio::test]
+async fn a_graph_without_token_type_ids_is_fed_none_and_finds_the_same() {
+    let dir = two_model_dir();
+    let original = std::fs::read(dir.path().join("lab/two/onnx/model_q4.onnx")).unwrap();
+    let derived = common::onnx_surgery::without_token_type_ids(&original).expect("rewrite");
+    assert!(
+        common::onnx_surgery::without_token_type_ids(&derived).is_err(),
+        "the derived graph has no token_type_ids input left"
+    );
+    std::fs::remove_file(dir.path().join("lab/two/onnx/model_q4.onnx")).unwrap();
+    std::fs::write(dir.path().join("lab/two/onnx/model.onnx"), derived).unwrap();
+    let models_dir = dir.path().to_path_buf();
+    let s = common::start(move |c| {
+        c.models_dir = models_dir;
+        c.preload_models = Some(vec![]);
+    });
+    let text = "Patient John Smith, phone (617) 555-0143, email john.smith@example.com, \
+                seen at 12 Elm Street, Boston on 03/04/2024.";
+    let mut answers = Vec::new();
+    for name in ["lab/one", "lab/two"] {
+        let (status, body) = s
+            .post(
+                "/analyze",
+                &json!({ "text": text, "model_name": name, "confidence_threshold": 0.0 }),
+            )
+            .await;
+        assert_eq!(status, 200, "{name}: {body}");
+        let found = common::entities(text, &body);
+        assert!(!found.is_empty(), "{name}: {body}");
+        let by_model = body["entities"].as_array().unwrap().iter();
+        assert!(
+            by_model.clone().any(|e| e["source"] == "model"),
+            "{name}: the model itself found something: {body}"
+        );
+        let scores: Vec<f64> = by_model
+            .map(|e| e["confidence"].as_f64().unwrap())
+            .collect();
+        answers.push((found, scores));
+    }
+    assert_eq!(answers[0].0, answers[1].0);
+    for (a, b) in answers[0].1.iter().zip(&answers[1].1) {
+        assert!((a - b).abs() < 1e-4, "scores {a} and {b}");
+    }
+}
+
 #[tokio::test]
 async fn a_full_queue_answers_503_with_retry_after() {
     let s = common::start(|c| c.queue_capacity = 1);

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod onnx_surgery;
+
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
