@@ -17,6 +17,7 @@ pub mod inference;
 pub mod jobs;
 pub mod metrics;
 pub mod omop;
+pub mod parallel;
 pub mod pipeline;
 pub mod stages;
 pub mod streaming;

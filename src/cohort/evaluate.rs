@@ -28,35 +28,36 @@
 //!   with at least one set match (before assertion and date filters), the number of distinct
 //!   patients and distinct events.
 //!
-//! Implementation: columns are downcast once; each concept set becomes one `BooleanArray` row
-//! mask (hash-set membership on the `concept_id` values slice, vocabulary compared only on rows
-//! whose concept matched); each criterion ANDs that with assertion and date masks using
+//! Implementation: columns are downcast once, and the dictionary-encoded string columns are
+//! compared once per distinct value, then looked up per row by key; each concept set becomes one
+//! `BooleanArray` row mask (hash-set membership on the `concept_id` values slice and the
+//! vocabulary's per-value verdict); each criterion ANDs that with assertion and date masks using
 //! `arrow_arith`, then walks the set bits directly (`BooleanBuffer::set_indices`) rather than
 //! `filter_record_batch`, because evidence needs the original row positions and copying the
 //! columns buys nothing. Matches are sorted by person, so patient sets are sorted vectors
-//! combined by merging.
+//! combined by merging. Criteria whose anchors are done run in parallel, evidence is built per
+//! patient on all cores, and provenance runs beside both.
 
 use std::borrow::Cow;
-use std::cell::OnceCell;
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::fmt;
 
 use arrow_arith::boolean::{and, not};
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Date32Type, Int64Type};
+use arrow_array::types::{Date32Type, Int16Type, Int64Type};
 use arrow_array::{Array, ArrayRef, BooleanArray, Date32Array, Int64Array, StringArray};
-use arrow_buffer::BooleanBuffer;
+use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::{ArrowError, DataType};
 use serde::Serialize;
 
-use super::events::{CohortData, col};
+use super::events::{CohortData, col, dictionary};
 use super::hierarchy::Hierarchy;
 use super::phenotype::{
     Anchor, AssertionFilter, Certainty, ConceptSet, Criterion, Experiencer, NegationFilter, Node,
     Phenotype, Temporality,
 };
 use crate::idhash::{IdMap, IdSet};
+use crate::parallel;
 
 // ---------------------------------------------------------------------------------------------
 // Output
@@ -176,12 +177,22 @@ pub fn resolve(
         .iter()
         .map(|s| SetEval::new(s, h, &cols))
         .collect();
-    let hits = all_criterion_hits(p, &sets, &cols)?;
-    let universe = persons(&data.persons);
-    let patients = eval_node(p.expression(), p, &hits, &universe);
-    let evidence = collect_evidence(p, &hits, &patients, &cols);
+    // Provenance needs only the set matches: it runs beside the criteria, whose waves leave
+    // a core idle, and the evidence.
+    let (resolved, concept_sets) = std::thread::scope(|s| {
+        let provenance = s.spawn(|| sets.iter().map(|s| s.provenance(&cols)).collect::<Vec<_>>());
+        let resolved = all_criterion_hits(p, &sets, &cols).map(|hits| {
+            let patients = eval_node(p.expression(), p, &hits, &persons(&data.persons));
+            let evidence = collect_evidence(p, &hits, &patients, &cols);
+            (patients, evidence)
+        });
+        let provenance = provenance
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (resolved, provenance)
+    });
+    let (patients, evidence) = resolved?;
     let evidence_pointer_count = evidence.iter().map(|e| e.matches.len()).sum();
-    let concept_sets = sets.iter().map(|s| s.provenance(&cols)).collect();
     Ok(Resolution {
         matched_patient_count: patients.len(),
         patients,
@@ -218,8 +229,8 @@ struct Columns<'a> {
     person: &'a [i64],
     concept: &'a [i64],
     event_id: &'a [i64],
-    vocabulary: &'a StringArray,
-    domain: &'a StringArray,
+    vocabulary: Dict<'a>,
+    domain: Dict<'a>,
     start_date: &'a Date32Array,
     note_id: &'a Int64Array,
     note_nlp_id: &'a Int64Array,
@@ -227,70 +238,75 @@ struct Columns<'a> {
     span_start: &'a Int64Array,
     span_end: &'a Int64Array,
     negated: &'a BooleanArray,
-    temporality: &'a StringArray,
-    certainty: &'a StringArray,
-    experiencer: &'a StringArray,
-    /// Per-row codes of the assertion strings, built on first use and shared by all criteria.
-    temporality_codes: OnceCell<Vec<u8>>,
-    certainty_codes: OnceCell<Vec<u8>>,
-    experiencer_codes: OnceCell<Vec<u8>>,
-    /// Per-row ranks of `domain_table` and `vocabulary_id` among their distinct values (string
-    /// order, so sorting by rank sorts by the string); a null vocabulary ranks `u32::MAX`.
-    domain_ranks: Interned<'a>,
-    vocabulary_ranks: Interned<'a>,
+    temporality: Dict<'a>,
+    certainty: Dict<'a>,
+    experiencer: Dict<'a>,
+    /// `domain.rank` of every row, read by every sort of matches.
+    domain_ranks: Vec<u32>,
 }
 
-/// A string column as ranks into its sorted distinct values.
-struct Interned<'a> {
+/// A dictionary-encoded string column read through its keys, with each dictionary value's rank
+/// among the distinct values (string order, so comparing ranks compares the strings).
+struct Dict<'a> {
+    keys: &'a [i16],
+    nulls: Option<&'a NullBuffer>,
+    /// Per key; `None` for a null dictionary value.
+    values: Vec<Option<&'a str>>,
     ranks: Vec<u32>,
-    values: Vec<&'a str>,
 }
 
-impl<'a> Interned<'a> {
-    fn new(a: &'a StringArray) -> Self {
-        // These columns hold a handful of distinct values: a short linear scan beats hashing
-        // every row's string; a hash map takes over should there be many.
-        let mut order: Vec<&'a str> = Vec::new();
-        let mut many: HashMap<&'a str, u32> = HashMap::new();
-        let mut first: Vec<u32> = Vec::with_capacity(a.len());
-        for i in 0..a.len() {
-            if a.is_null(i) {
-                first.push(u32::MAX);
-                continue;
-            }
-            let v = a.value(i);
-            let code = match order.iter().position(|o| *o == v) {
-                Some(p) => p as u32,
-                None if order.len() < 32 => {
-                    order.push(v);
-                    (order.len() - 1) as u32
-                }
-                None => {
-                    let next = (32 + many.len()) as u32;
-                    *many.entry(v).or_insert(next)
-                }
-            };
-            first.push(code);
-        }
-        let mut values: Vec<(&'a str, u32)> = order
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| (v, i as u32))
-            .chain(many)
+impl<'a> Dict<'a> {
+    fn new(column: &'static str, a: &'a ArrayRef) -> Result<Self, ResolveError> {
+        let d = bad_type(column, a.as_dictionary_opt::<Int16Type>())?;
+        let strings = bad_type(column, d.values().as_string_opt::<i32>())?;
+        let values: Vec<Option<&'a str>> = strings.iter().collect();
+        let mut distinct: Vec<&str> = values.iter().flatten().copied().collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let ranks = values
+            .iter()
+            .map(|v| v.map_or(u32::MAX, |v| distinct.partition_point(|d| *d < v) as u32))
             .collect();
-        values.sort_unstable();
-        let mut remap = vec![0u32; values.len()];
-        for (rank, (_, code)) in values.iter().enumerate() {
-            remap[*code as usize] = rank as u32;
-        }
-        let ranks = first
-            .into_iter()
-            .map(|c| if c == u32::MAX { c } else { remap[c as usize] })
-            .collect();
-        Self {
+        Ok(Self {
+            keys: d.keys().values(),
+            nulls: d.keys().nulls(),
+            values,
             ranks,
-            values: values.into_iter().map(|(v, _)| v).collect(),
+        })
+    }
+
+    /// The row's dictionary slot; `None` for a null row.
+    fn key(&self, row: usize) -> Option<usize> {
+        if self.nulls.is_some_and(|n| n.is_null(row)) {
+            return None;
         }
+        usize::try_from(self.keys[row])
+            .ok()
+            .filter(|k| *k < self.values.len())
+    }
+
+    fn value(&self, row: usize) -> Option<&'a str> {
+        self.key(row).and_then(|k| self.values[k])
+    }
+
+    /// `u32::MAX` for null.
+    fn rank(&self, row: usize) -> u32 {
+        self.key(row).map_or(u32::MAX, |k| self.ranks[k])
+    }
+
+    /// `f` of every dictionary value, to be looked up per row by [`Dict::get`].
+    fn per_value<T>(&self, f: impl Fn(&str) -> T) -> Vec<Option<T>> {
+        self.values.iter().map(|v| v.map(&f)).collect()
+    }
+
+    /// The row's entry of a `per_value` table; `None` for a null row or value.
+    fn get<T: Copy>(&self, table: &[Option<T>], row: usize) -> Option<T> {
+        self.key(row).and_then(|k| table[k])
+    }
+
+    /// Every row has a non-null value.
+    fn complete(&self) -> bool {
+        (0..self.keys.len()).all(|r| self.value(r).is_some())
     }
 }
 
@@ -316,26 +332,37 @@ impl<'a> Columns<'a> {
                 get(name, DataType::Int64)?.as_primitive_opt::<Int64Type>(),
             )
         };
-        let text = |name: &'static str| -> Result<&'a StringArray, ResolveError> {
-            bad_type(name, get(name, DataType::Utf8)?.as_string_opt::<i32>())
-        };
         let dense = |name: &'static str| -> Result<&'a [i64], ResolveError> {
             let a = int(name)?;
             no_nulls(name, a)?;
             Ok(a.values().as_ref())
         };
+        let dict = |name: &'static str| Dict::new(name, get(name, dictionary())?);
+        let complete = |name: &'static str| -> Result<Dict<'a>, ResolveError> {
+            let d = dict(name)?;
+            if !d.complete() {
+                return Err(ResolveError::BadEventTable {
+                    column: name,
+                    reason: "unexpected nulls",
+                });
+            }
+            Ok(d)
+        };
         // Checked in schema order, so the first problem reported is the first column's.
         let person = dense(col::PERSON_ID)?;
         let concept = dense(col::CONCEPT_ID)?;
-        let vocabulary = text(col::VOCABULARY_ID)?;
-        let domain = text(col::DOMAIN_TABLE)?;
-        no_nulls(col::DOMAIN_TABLE, domain)?;
+        let vocabulary = dict(col::VOCABULARY_ID)?;
+        let domain = complete(col::DOMAIN_TABLE)?;
         let event_id = dense(col::EVENT_ID)?;
         let start_date = get(col::START_DATE, DataType::Date32)?;
         let start_date = bad_type(col::START_DATE, start_date.as_primitive_opt::<Date32Type>())?;
         let note_id = int(col::NOTE_ID)?;
         let note_nlp_id = int(col::NOTE_NLP_ID)?;
-        let source_note_hash = text(col::SOURCE_NOTE_HASH)?;
+        let source_note_hash = get(col::SOURCE_NOTE_HASH, DataType::Utf8)?;
+        let source_note_hash = bad_type(
+            col::SOURCE_NOTE_HASH,
+            source_note_hash.as_string_opt::<i32>(),
+        )?;
         let span_start = int(col::SPAN_START)?;
         let span_end = int(col::SPAN_END)?;
         let negated = get(col::NEGATED, DataType::Boolean)?;
@@ -347,7 +374,6 @@ impl<'a> Columns<'a> {
             concept,
             event_id,
             vocabulary,
-            domain,
             start_date,
             note_id,
             note_nlp_id,
@@ -355,14 +381,11 @@ impl<'a> Columns<'a> {
             span_start,
             span_end,
             negated,
-            temporality: text(col::TEMPORALITY)?,
-            certainty: text(col::CERTAINTY)?,
-            experiencer: text(col::EXPERIENCER)?,
-            temporality_codes: OnceCell::new(),
-            certainty_codes: OnceCell::new(),
-            experiencer_codes: OnceCell::new(),
-            domain_ranks: Interned::new(domain),
-            vocabulary_ranks: Interned::new(vocabulary),
+            temporality: complete(col::TEMPORALITY)?,
+            certainty: complete(col::CERTAINTY)?,
+            experiencer: complete(col::EXPERIENCER)?,
+            domain_ranks: (0..b.num_rows()).map(|r| domain.rank(r)).collect(),
+            domain,
         })
     }
 
@@ -372,38 +395,8 @@ impl<'a> Columns<'a> {
             .then(|| self.start_date.value(row))
     }
 
-    fn domain(&self, row: usize) -> &'a str {
-        self.domain.value(row)
-    }
-
-    /// The rank of the row's domain table: compares as the string does.
     fn domain_rank(&self, row: usize) -> u32 {
-        self.domain_ranks.ranks[row]
-    }
-
-    /// Position of each row's value in `names` (`names.len()` when it is none of them).
-    fn codes(&self, a: &StringArray, names: &[&str]) -> Vec<u8> {
-        (0..self.len)
-            .map(|i| {
-                let v = if a.is_valid(i) { a.value(i) } else { "" };
-                names.iter().position(|n| *n == v).unwrap_or(names.len()) as u8
-            })
-            .collect()
-    }
-
-    fn temporality_codes(&self) -> &[u8] {
-        self.temporality_codes
-            .get_or_init(|| self.codes(self.temporality, &["recent", "historical", "hypothetical"]))
-    }
-
-    fn certainty_codes(&self) -> &[u8] {
-        self.certainty_codes
-            .get_or_init(|| self.codes(self.certainty, &["certain", "uncertain"]))
-    }
-
-    fn experiencer_codes(&self) -> &[u8] {
-        self.experiencer_codes
-            .get_or_init(|| self.codes(self.experiencer, &["patient", "family", "other"]))
+        self.domain_ranks[row]
     }
 }
 
@@ -465,16 +458,10 @@ impl<'p> SetEval<'p> {
         };
         let ids: IdSet = expanded.iter().copied().collect();
         let vocab = set.vocabulary.as_str();
-        // Compared once per distinct vocabulary, then looked up per row.
-        let equal: Vec<bool> = cols
-            .vocabulary_ranks
-            .values
-            .iter()
-            .map(|v| eq_ignore_case(v, vocab))
-            .collect();
-        let ranks = &cols.vocabulary_ranks.ranks;
+        // Compared once per distinct vocabulary, then looked up per row; null matches any.
+        let equal = cols.vocabulary.per_value(|v| eq_ignore_case(v, vocab));
         let matches = mask(cols.len, |i| {
-            ids.contains(&cols.concept[i]) && (ranks[i] == u32::MAX || equal[ranks[i] as usize])
+            ids.contains(&cols.concept[i]) && cols.vocabulary.get(&equal, i).unwrap_or(true)
         });
         Self {
             set,
@@ -486,11 +473,24 @@ impl<'p> SetEval<'p> {
     /// Counts per member concept over set matches. A `(domain, event)` pair appears once in
     /// the event table (its contract), so each matching row is one occurrence.
     fn provenance(&self, cols: &Columns) -> ConceptSetProvenance {
-        let mut per_concept: IdMap<(usize, IdSet)> = IdMap::default();
+        // Occurrences first, so each member's person set is allocated once at its final size.
+        let mut occurrences: IdMap<usize> = IdMap::default();
         for r in self.matches.values().set_indices() {
-            let e = per_concept.entry(cols.concept[r]).or_default();
-            e.0 += 1;
-            e.1.insert(cols.person[r]);
+            *occurrences.entry(cols.concept[r]).or_default() += 1;
+        }
+        let mut per_concept: IdMap<(usize, IdSet)> = occurrences
+            .into_iter()
+            .map(|(c, n)| {
+                (
+                    c,
+                    (n, IdSet::with_capacity_and_hasher(n, Default::default())),
+                )
+            })
+            .collect();
+        for r in self.matches.values().set_indices() {
+            if let Some(e) = per_concept.get_mut(&cols.concept[r]) {
+                e.1.insert(cols.person[r]);
+            }
         }
         let mut matched_members: Vec<MemberCount> = per_concept
             .into_iter()
@@ -523,11 +523,15 @@ impl<'p> SetEval<'p> {
 struct Hit {
     person: i64,
     event_id: i64,
+    /// `Columns::domain_rank` of the row, kept here so sorting reads no other memory.
+    domain: u32,
+    /// The hit's start date, if any (anchors and evidence order by it).
+    start: Option<i32>,
     row: usize,
 }
 
 /// Matches of every criterion, each sorted by (person, event, domain) and unique per event.
-/// Anchors are evaluated before the criteria that use them (parsing guarantees no cycles).
+/// Criteria run in waves: all whose anchor is done (or who have none) at once, in parallel.
 fn all_criterion_hits(
     p: &Phenotype,
     sets: &[SetEval],
@@ -535,50 +539,85 @@ fn all_criterion_hits(
 ) -> Result<Vec<Vec<Hit>>, ResolveError> {
     let criteria = p.criteria();
     let mut hits: Vec<Option<Vec<Hit>>> = vec![None; criteria.len()];
-    for i in 0..criteria.len() {
-        for j in anchor_chain(criteria, i, &hits).into_iter().rev() {
-            let c = &criteria[j];
+    loop {
+        let ready: Vec<usize> = (0..criteria.len())
+            .filter(|&i| {
+                hits[i].is_none()
+                    && criteria[i]
+                        .anchor
+                        .is_none_or(|a| hits[a.criterion].is_some())
+            })
+            .collect();
+        // Done, or only cyclic anchors left (parsing rejects those).
+        if ready.is_empty() {
+            break;
+        }
+        let wave = parallel::map(&ready, |&i| {
+            let c = &criteria[i];
             let anchor = c
                 .anchor
-                .map(|a| (anchor_dates(hits[a.criterion].as_deref(), cols), a));
-            let set = &sets[c.concept_set];
-            hits[j] = Some(criterion_hits(c, set, anchor.as_ref(), cols)?);
+                .map(|a| (AnchorDates::new(hits[a.criterion].as_deref()), a));
+            criterion_hits(c, &sets[c.concept_set], anchor.as_ref(), cols)
+        });
+        for (i, h) in ready.into_iter().zip(wave) {
+            hits[i] = Some(h?);
         }
     }
     Ok(hits.into_iter().map(Option::unwrap_or_default).collect())
 }
 
-/// `i` followed by its not-yet-evaluated anchors, nearest first (bounded by the criterion count).
-fn anchor_chain(criteria: &[Criterion], i: usize, done: &[Option<Vec<Hit>>]) -> Vec<usize> {
-    let mut chain = Vec::new();
-    let mut cur = Some(i);
-    while let Some(c) = cur {
-        if done[c].is_some() || chain.len() > criteria.len() {
-            break;
-        }
-        chain.push(c);
-        cur = criteria[c].anchor.map(|a| a.criterion);
-    }
-    chain
+/// The start dates of an anchor criterion's matches, per person, sorted and unique.
+struct AnchorDates {
+    dates: Vec<i32>,
+    /// person → range in `dates`
+    by_person: IdMap<(usize, usize)>,
 }
 
-/// Sorted unique `(person, start_date)` of an anchor's matches with a start date.
-fn anchor_dates(hits: Option<&[Hit]>, cols: &Columns) -> Vec<(i64, i32)> {
-    let mut v: Vec<(i64, i32)> = hits
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|h| Some((h.person, cols.start(h.row)?)))
-        .collect();
-    v.sort_unstable();
-    v.dedup();
-    v
+impl AnchorDates {
+    /// From hits sorted by person: each person's few dates are sorted on their own.
+    fn new(hits: Option<&[Hit]>) -> Self {
+        let hits = hits.unwrap_or_default();
+        let mut dates = Vec::with_capacity(hits.len());
+        let mut by_person = IdMap::default();
+        for chunk in hits.chunk_by(|a, b| a.person == b.person) {
+            let from = dates.len();
+            dates.extend(chunk.iter().filter_map(|h| h.start));
+            dates[from..].sort_unstable();
+            let mut unique = from;
+            for i in from..dates.len() {
+                if unique == from || dates[unique - 1] != dates[i] {
+                    dates[unique] = dates[i];
+                    unique += 1;
+                }
+            }
+            dates.truncate(unique);
+            if unique > from {
+                by_person.insert(chunk[0].person, (from, unique));
+            }
+        }
+        Self { dates, by_person }
+    }
+
+    /// Some anchor date `a` of the person satisfies `a - before <= e <= a + after`, i.e.
+    /// `a` lies in `[e - after, e + before]`.
+    fn admit(&self, a: Anchor, person: i64, start: Option<i32>) -> bool {
+        let (Some(e), Some(&(from, to))) = (start.map(i64::from), self.by_person.get(&person))
+        else {
+            return false;
+        };
+        let lo = e - i64::from(a.days_after);
+        let hi = e + i64::from(a.days_before);
+        let own = &self.dates[from..to];
+        let first = own.partition_point(|&d| i64::from(d) < lo);
+        own.get(first).is_some_and(|&d| i64::from(d) <= hi)
+    }
 }
 
 /// Rows matching `c`: set match, assertion, fixed window (all as Arrow masks), then the anchor.
 fn criterion_hits(
     c: &Criterion,
     set: &SetEval,
-    anchor: Option<&(Vec<(i64, i32)>, Anchor)>,
+    anchor: Option<&(AnchorDates, Anchor)>,
     cols: &Columns,
 ) -> Result<Vec<Hit>, ResolveError> {
     let mut m = set.matches.clone();
@@ -591,38 +630,23 @@ fn criterion_hits(
     let mut hits: Vec<Hit> = m
         .values()
         .set_indices()
-        .filter(|&r| {
-            anchor.is_none_or(|(dates, a)| anchored(dates, *a, cols.person[r], cols.start(r)))
-        })
+        .filter(|&r| anchor.is_none_or(|(dates, a)| dates.admit(*a, cols.person[r], cols.start(r))))
         .map(|r| Hit {
             person: cols.person[r],
             event_id: cols.event_id[r],
+            domain: cols.domain_rank(r),
+            start: cols.start(r),
             row: r,
         })
         .collect();
-    sort_unique_events(&mut hits, cols);
+    sort_unique_events(&mut hits);
     Ok(hits)
 }
 
 /// Sorts by (person, event_id, domain, row) and keeps one hit per (person, domain, event).
-fn sort_unique_events(hits: &mut Vec<Hit>, cols: &Columns) {
-    let key = |h: &Hit| (h.person, h.event_id);
-    hits.sort_unstable_by_key(|h| (key(h), cols.domain_rank(h.row), h.row));
-    hits.dedup_by_key(|h| (key(h), cols.domain_rank(h.row)));
-}
-
-/// Some anchor date `a` of the person satisfies `a - before <= e <= a + after`, i.e.
-/// `a` lies in `[e - after, e + before]`.
-fn anchored(dates: &[(i64, i32)], a: Anchor, person: i64, start: Option<i32>) -> bool {
-    let Some(e) = start.map(i64::from) else {
-        return false;
-    };
-    let lo = e - i64::from(a.days_after);
-    let hi = e + i64::from(a.days_before);
-    let first = dates.partition_point(|&(p, d)| (p, i64::from(d)) < (person, lo));
-    dates
-        .get(first)
-        .is_some_and(|&(p, d)| p == person && i64::from(d) <= hi)
+fn sort_unique_events(hits: &mut Vec<Hit>) {
+    hits.sort_unstable_by_key(|h| (h.person, h.event_id, h.domain, h.row));
+    hits.dedup_by_key(|h| (h.person, h.event_id, h.domain));
 }
 
 /// One mask per assertion filter that actually restricts anything.
@@ -635,49 +659,44 @@ fn assertion_masks(f: &AssertionFilter, cols: &Columns) -> Result<Vec<BooleanArr
         NegationFilter::Either => {}
     }
     if !f.temporality.is_empty() {
-        let mut allowed = [false; 4];
-        for t in &f.temporality {
-            allowed[temporality_code(*t)] = true;
-        }
-        out.push(code_mask(cols.temporality_codes(), &allowed));
+        let allowed: Vec<&str> = f.temporality.iter().map(|t| temporality_name(*t)).collect();
+        out.push(value_mask(&cols.temporality, |v| allowed.contains(&v)));
     }
     if let Some(c) = f.certainty {
-        let mut allowed = [false; 4];
-        allowed[certainty_code(c)] = true;
-        out.push(code_mask(cols.certainty_codes(), &allowed));
+        out.push(value_mask(&cols.certainty, |v| v == certainty_name(c)));
     }
     if let Some(e) = f.experiencer {
-        let mut allowed = [false; 4];
-        allowed[experiencer_code(e)] = true;
-        out.push(code_mask(cols.experiencer_codes(), &allowed));
+        out.push(value_mask(&cols.experiencer, |v| v == experiencer_name(e)));
     }
     Ok(out)
 }
 
-fn code_mask(codes: &[u8], allowed: &[bool; 4]) -> BooleanArray {
-    mask(codes.len(), |i| allowed[usize::from(codes[i].min(3))])
+/// Rows whose value `allowed` accepts, decided once per dictionary value.
+fn value_mask(d: &Dict, allowed: impl Fn(&str) -> bool) -> BooleanArray {
+    let table = d.per_value(allowed);
+    mask(d.keys.len(), |i| d.get(&table, i).unwrap_or(false))
 }
 
-fn temporality_code(t: Temporality) -> usize {
+fn temporality_name(t: Temporality) -> &'static str {
     match t {
-        Temporality::Recent => 0,
-        Temporality::Historical => 1,
-        Temporality::Hypothetical => 2,
+        Temporality::Recent => "recent",
+        Temporality::Historical => "historical",
+        Temporality::Hypothetical => "hypothetical",
     }
 }
 
-fn certainty_code(c: Certainty) -> usize {
+fn certainty_name(c: Certainty) -> &'static str {
     match c {
-        Certainty::Certain => 0,
-        Certainty::Uncertain => 1,
+        Certainty::Certain => "certain",
+        Certainty::Uncertain => "uncertain",
     }
 }
 
-fn experiencer_code(e: Experiencer) -> usize {
+fn experiencer_name(e: Experiencer) -> &'static str {
     match e {
-        Experiencer::Patient => 0,
-        Experiencer::Family => 1,
-        Experiencer::Other => 2,
+        Experiencer::Patient => "patient",
+        Experiencer::Family => "family",
+        Experiencer::Other => "other",
     }
 }
 
@@ -821,42 +840,37 @@ fn collect_evidence(
     cols: &Columns,
 ) -> Vec<PatientEvidence> {
     let positive = positive_criteria(p.expression());
-    patients
-        .iter()
-        .map(|&person| {
-            let mut matches = Vec::new();
-            for &ci in &positive {
-                let c = &p.criteria()[ci];
-                let set_id = &p.concept_sets()[c.concept_set].id;
-                let mut rows = person_rows(&hits[ci], person);
-                rows.sort_unstable_by(|&a, &b| evidence_order(a, b, cols));
-                matches.extend(rows.into_iter().map(|r| pointer(&c.id, set_id, r, cols)));
-            }
-            PatientEvidence {
-                person_id: person,
-                matches,
-            }
-        })
-        .collect()
+    parallel::map(patients, |&person| {
+        let mut matches = Vec::new();
+        for &ci in &positive {
+            let c = &p.criteria()[ci];
+            let set_id = &p.concept_sets()[c.concept_set].id;
+            let mut own = person_hits(&hits[ci], person).to_vec();
+            own.sort_unstable_by_key(evidence_order);
+            matches.extend(own.iter().map(|h| pointer(&c.id, set_id, h.row, cols)));
+        }
+        PatientEvidence {
+            person_id: person,
+            matches,
+        }
+    })
 }
 
-/// Rows of `person` within hits sorted by person.
-fn person_rows(hits: &[Hit], person: i64) -> Vec<usize> {
+/// The hits of `person` within hits sorted by person.
+fn person_hits(hits: &[Hit], person: i64) -> &[Hit] {
     let from = hits.partition_point(|h| h.person < person);
-    hits[from..]
-        .iter()
-        .take_while(|h| h.person == person)
-        .map(|h| h.row)
-        .collect()
+    let len = hits[from..].partition_point(|h| h.person == person);
+    &hits[from..from + len]
 }
 
 /// Start date (nulls last), then event id, then domain table.
-fn evidence_order(a: usize, b: usize, cols: &Columns) -> Ordering {
-    let date = |r| cols.start(r).map_or((1, 0), |d| (0, d));
-    date(a)
-        .cmp(&date(b))
-        .then(cols.event_id[a].cmp(&cols.event_id[b]))
-        .then_with(|| cols.domain_rank(a).cmp(&cols.domain_rank(b)))
+fn evidence_order(h: &Hit) -> (bool, i32, i64, u32) {
+    (
+        h.start.is_none(),
+        h.start.unwrap_or(0),
+        h.event_id,
+        h.domain,
+    )
 }
 
 fn pointer(criterion_id: &str, set_id: &str, r: usize, cols: &Columns) -> EvidenceMatch {
@@ -864,8 +878,8 @@ fn pointer(criterion_id: &str, set_id: &str, r: usize, cols: &Columns) -> Eviden
         criterion_id: criterion_id.to_owned(),
         concept_set_id: set_id.to_owned(),
         concept_id: cols.concept[r],
-        vocabulary: opt_str(cols.vocabulary, r).map(str::to_owned),
-        domain_table: domain_name(cols.domain(r)),
+        vocabulary: cols.vocabulary.value(r).map(str::to_owned),
+        domain_table: domain_name(cols.domain.value(r).unwrap_or_default()),
         event_id: cols.event_id[r],
         note_id: opt_i64(cols.note_id, r),
         note_nlp_id: opt_i64(cols.note_nlp_id, r),
@@ -905,7 +919,9 @@ fn opt_str(a: &StringArray, r: usize) -> Option<&str> {
 mod tests {
     use std::sync::Arc;
 
-    use arrow_array::{ArrayRef, BooleanArray, Date32Array, Int64Array, RecordBatch, StringArray};
+    use arrow_array::{
+        ArrayRef, BooleanArray, Date32Array, DictionaryArray, Int64Array, RecordBatch, StringArray,
+    };
     use chrono::NaiveDate;
     use serde_json::{Value, json};
 
@@ -996,11 +1012,14 @@ mod tests {
         let strs = |f: &dyn Fn(&Ev) -> Option<&'static str>| -> ArrayRef {
             Arc::new(evs.iter().map(f).collect::<StringArray>())
         };
+        let dict = |f: &dyn Fn(&Ev) -> Option<&'static str>| -> ArrayRef {
+            Arc::new(evs.iter().map(f).collect::<DictionaryArray<Int16Type>>())
+        };
         let columns: Vec<ArrayRef> = vec![
             i64s(&|e| Some(e.person)),
             i64s(&|e| Some(e.concept)),
-            strs(&|e| e.vocab),
-            strs(&|e| Some(e.domain)),
+            dict(&|e| e.vocab),
+            dict(&|e| Some(e.domain)),
             i64s(&|e| Some(e.event_id)),
             Arc::new(
                 evs.iter()
@@ -1018,9 +1037,9 @@ mod tests {
                     .map(|e| Some(e.negated))
                     .collect::<BooleanArray>(),
             ),
-            strs(&|e| Some(e.temporality)),
-            strs(&|e| Some(e.certainty)),
-            strs(&|e| Some(e.experiencer)),
+            dict(&|e| Some(e.temporality)),
+            dict(&|e| Some(e.certainty)),
+            dict(&|e| Some(e.experiencer)),
         ];
         RecordBatch::try_new(event_schema(), columns).unwrap()
     }
@@ -1992,6 +2011,37 @@ mod tests {
             ),
             Err(ResolveError::BadEventTable {
                 column: "person_id",
+                reason: "unexpected nulls"
+            })
+        );
+        let plain_strings: ArrayRef = Arc::new(StringArray::from(vec!["condition_occurrence"; 5]));
+        assert_eq!(
+            resolve(
+                &p,
+                &Hierarchy::default(),
+                &replace("domain_table", plain_strings, false)
+            ),
+            Err(ResolveError::BadEventTable {
+                column: "domain_table",
+                reason: "unexpected data type"
+            })
+        );
+        // A key pointing at a null dictionary value is a null row too.
+        let null_value: ArrayRef = Arc::new(
+            DictionaryArray::<Int16Type>::try_new(
+                vec![0i16, 0, 1, 0, 0].into(),
+                Arc::new(StringArray::from(vec![Some("condition_occurrence"), None])),
+            )
+            .unwrap(),
+        );
+        assert_eq!(
+            resolve(
+                &p,
+                &Hierarchy::default(),
+                &replace("domain_table", null_value, false)
+            ),
+            Err(ResolveError::BadEventTable {
+                column: "domain_table",
                 reason: "unexpected nulls"
             })
         );

@@ -1,7 +1,9 @@
 //! The one table a cohort is evaluated over: every clinical event of a load, flattened, in Arrow.
 //! Built by `omop` (from inline records or a stored Parquet dataset); read by the phenotype and
 //! Circe evaluators. Ids are the load's internal 63-bit CDM ids; mapping them back to the
-//! caller's own ids is the API layer's job.
+//! caller's own ids is the API layer's job. The low-cardinality string columns are
+//! dictionary-encoded ([`dictionary`]): a builder appends a key per row, and an evaluator
+//! compares each distinct value once instead of every row's string.
 
 use std::sync::Arc;
 
@@ -44,14 +46,19 @@ pub mod col {
     pub const EXPERIENCER: &str = "experiencer";
 }
 
+/// The type of the dictionary-encoded string columns: `Int16` keys into `Utf8` values.
+pub fn dictionary() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int16), Box::new(DataType::Utf8))
+}
+
 /// The event table's schema.
 pub fn event_schema() -> SchemaRef {
     use col::*;
     Arc::new(Schema::new(vec![
         Field::new(PERSON_ID, DataType::Int64, false),
         Field::new(CONCEPT_ID, DataType::Int64, false),
-        Field::new(VOCABULARY_ID, DataType::Utf8, true),
-        Field::new(DOMAIN_TABLE, DataType::Utf8, false),
+        Field::new(VOCABULARY_ID, dictionary(), true),
+        Field::new(DOMAIN_TABLE, dictionary(), false),
         Field::new(EVENT_ID, DataType::Int64, false),
         Field::new(START_DATE, DataType::Date32, true),
         Field::new(END_DATE, DataType::Date32, true),
@@ -61,9 +68,9 @@ pub fn event_schema() -> SchemaRef {
         Field::new(SPAN_START, DataType::Int64, true),
         Field::new(SPAN_END, DataType::Int64, true),
         Field::new(NEGATED, DataType::Boolean, false),
-        Field::new(TEMPORALITY, DataType::Utf8, false),
-        Field::new(CERTAINTY, DataType::Utf8, false),
-        Field::new(EXPERIENCER, DataType::Utf8, false),
+        Field::new(TEMPORALITY, dictionary(), false),
+        Field::new(CERTAINTY, dictionary(), false),
+        Field::new(EXPERIENCER, dictionary(), false),
     ]))
 }
 

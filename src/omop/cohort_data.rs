@@ -6,21 +6,26 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::builder::{BooleanBuilder, Date32Builder, Int64Builder, StringBuilder};
+use arrow_array::builder::{BooleanBuilder, Date32Builder, Int16Builder, Int64Builder};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Date32Type, Int64Type};
-use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, DictionaryArray, Int64Array, RecordBatch, StringArray,
+    new_null_array,
+};
+use arrow_schema::DataType;
 use arrow_select::concat::concat_batches;
 use arrow_select::filter::filter_record_batch;
 use serde_json::Value;
 
-use super::assertion::Assertion;
+use super::assertion::{Assertion, Experiencer, Temporality};
 use super::build::hashed_id;
 use super::cdm::{self, EVENT_TABLES, Table};
 use super::constraints::parse_offset;
 use super::dataset::{self, DatasetError, KeepIf};
 use crate::cohort::events::{CohortData, event_schema, observation_period_schema};
 use crate::idhash::{IdMap, IdSet};
+use crate::parallel;
 
 /// Where tables come from: a load just built in memory, or a stored dataset.
 pub enum Source<'a> {
@@ -68,6 +73,21 @@ impl Source<'_> {
             }
         }
     }
+
+    /// [`Source::table_where`], from Parquet with the row groups split over the cores.
+    fn table_where_split(
+        &self,
+        t: &Table,
+        columns: &[&str],
+        keep: Option<&KeepIf<'_>>,
+    ) -> Result<RecordBatch, DatasetError> {
+        match self {
+            Source::Stored { root, load_id } => {
+                dataset::read_where_split(root, load_id, t.name, columns, keep)
+            }
+            Source::Memory(_) => self.table_where(t, columns, keep),
+        }
+    }
 }
 
 fn ints<'a>(b: &'a RecordBatch, col: &str) -> Result<&'a Int64Array, DatasetError> {
@@ -94,24 +114,91 @@ fn strings<'a>(
         .ok_or(DatasetError::BadColumn)
 }
 
-/// Appends events column by column.
+/// The fixed dictionaries of the event table's assertion columns, in the order of the
+/// keys `Events::push` writes.
+const TEMPORALITIES: [&str; 3] = ["recent", "historical", "hypothetical"];
+const CERTAINTIES: [&str; 2] = ["certain", "uncertain"];
+const EXPERIENCERS: [&str; 3] = ["patient", "family", "other"];
+
+/// The `domain_table` dictionary: the clinical tables in `EVENT_TABLES` order (key = index),
+/// then visits, deaths and mentions that became no clinical event.
+fn domain_names() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = EVENT_TABLES.iter().map(|e| e.table.name).collect();
+    v.extend([
+        cdm::VISIT_OCCURRENCE.name,
+        cdm::DEATH.name,
+        cdm::NOTE_NLP.name,
+    ]);
+    v
+}
+
+/// Keys into `TEMPORALITIES`, `CERTAINTIES` and `EXPERIENCERS`.
+fn temporality_key(t: Temporality) -> i16 {
+    match t {
+        Temporality::Recent => 0,
+        Temporality::Historical => 1,
+        Temporality::Hypothetical => 2,
+    }
+}
+
+fn certainty_key(certain: bool) -> i16 {
+    i16::from(!certain)
+}
+
+fn experiencer_key(e: Experiencer) -> i16 {
+    match e {
+        Experiencer::Patient => 0,
+        Experiencer::Family => 1,
+        Experiencer::Other => 2,
+    }
+}
+
+/// `domain_table` keys of the tables after the clinical ones.
+const VISIT_KEY: i16 = EVENT_TABLES.len() as i16;
+const DEATH_KEY: i16 = VISIT_KEY + 1;
+const MENTION_KEY: i16 = VISIT_KEY + 2;
+
+/// The dictionaries every part of one event table shares: the same `Arc`s, so that joining
+/// the parts concatenates keys and never merges dictionaries.
+struct Dictionaries {
+    vocabulary: ArrayRef,
+    domain: ArrayRef,
+    temporality: ArrayRef,
+    certainty: ArrayRef,
+    experiencer: ArrayRef,
+}
+
+impl Dictionaries {
+    fn new(vocabularies: Vec<&str>) -> Self {
+        let dict = |v: &[&str]| -> ArrayRef { Arc::new(StringArray::from(v.to_vec())) };
+        Self {
+            vocabulary: dict(&vocabularies),
+            domain: dict(&domain_names()),
+            temporality: dict(&TEMPORALITIES),
+            certainty: dict(&CERTAINTIES),
+            experiencer: dict(&EXPERIENCERS),
+        }
+    }
+}
+
+/// Appends events column by column. The five low-cardinality string columns are written as
+/// dictionary keys: a two-byte store per row instead of a string copy.
 struct Events {
     person: Int64Builder,
     concept: Int64Builder,
-    vocabulary: StringBuilder,
-    domain: StringBuilder,
+    vocabulary: Int16Builder,
+    domain: Int16Builder,
     event: Int64Builder,
     start: Date32Builder,
     end: Date32Builder,
     note: Int64Builder,
     nlp: Int64Builder,
-    hash: StringBuilder,
     span_start: Int64Builder,
     span_end: Int64Builder,
     negated: BooleanBuilder,
-    temporality: StringBuilder,
-    certainty: StringBuilder,
-    experiencer: StringBuilder,
+    temporality: Int16Builder,
+    certainty: Int16Builder,
+    experiencer: Int16Builder,
 }
 
 struct Mention {
@@ -123,24 +210,23 @@ struct Mention {
 impl Events {
     /// Builders sized for `n` events, so appending never reallocates and copies.
     fn with_capacity(n: usize) -> Self {
-        let text = |avg: usize| StringBuilder::with_capacity(n, n * avg);
+        let keys = || Int16Builder::with_capacity(n);
         Self {
             person: Int64Builder::with_capacity(n),
             concept: Int64Builder::with_capacity(n),
-            vocabulary: text(8),
-            domain: text(20),
+            vocabulary: keys(),
+            domain: keys(),
             event: Int64Builder::with_capacity(n),
             start: Date32Builder::with_capacity(n),
             end: Date32Builder::with_capacity(n),
             note: Int64Builder::with_capacity(n),
             nlp: Int64Builder::with_capacity(n),
-            hash: text(0),
             span_start: Int64Builder::with_capacity(n),
             span_end: Int64Builder::with_capacity(n),
             negated: BooleanBuilder::with_capacity(n),
-            temporality: text(10),
-            certainty: text(9),
-            experiencer: text(7),
+            temporality: keys(),
+            certainty: keys(),
+            experiencer: keys(),
         }
     }
 
@@ -149,8 +235,8 @@ impl Events {
         &mut self,
         person: i64,
         concept: i64,
-        vocabulary: Option<&str>,
-        domain: &str,
+        vocabulary: Option<i16>,
+        domain: i16,
         event: i64,
         start: Option<i32>,
         end: Option<i32>,
@@ -166,35 +252,43 @@ impl Events {
         self.end.append_option(end);
         self.note.append_option(mention.as_ref().map(|m| m.note));
         self.nlp.append_option(mention.as_ref().map(|m| m.nlp));
-        // Resolved for evidence pointers only (see `note_hashes`): most events never need it.
-        self.hash.append_null();
         let span = mention.as_ref().and_then(|m| m.span);
         self.span_start.append_option(span.map(|s| s.0));
         self.span_end.append_option(span.map(|s| s.1));
         self.negated.append_value(a.negated);
-        self.temporality.append_value(a.temporality.as_str());
-        self.certainty.append_value(a.certainty_str());
-        self.experiencer.append_value(a.experiencer.as_str());
+        self.temporality
+            .append_value(temporality_key(a.temporality));
+        self.certainty.append_value(certainty_key(a.certain));
+        self.experiencer
+            .append_value(experiencer_key(a.experiencer));
     }
 
-    fn finish(mut self) -> Result<RecordBatch, DatasetError> {
+    fn finish(mut self, dicts: &Dictionaries) -> Result<RecordBatch, DatasetError> {
+        let dict = |keys: &mut Int16Builder, values: &ArrayRef| -> Result<ArrayRef, DatasetError> {
+            Ok(Arc::new(DictionaryArray::try_new(
+                keys.finish(),
+                Arc::clone(values),
+            )?))
+        };
+        let rows = self.person.values_slice().len();
         let cols: Vec<ArrayRef> = vec![
             Arc::new(self.person.finish()),
             Arc::new(self.concept.finish()),
-            Arc::new(self.vocabulary.finish()),
-            Arc::new(self.domain.finish()),
+            dict(&mut self.vocabulary, &dicts.vocabulary)?,
+            dict(&mut self.domain, &dicts.domain)?,
             Arc::new(self.event.finish()),
             Arc::new(self.start.finish()),
             Arc::new(self.end.finish()),
             Arc::new(self.note.finish()),
             Arc::new(self.nlp.finish()),
-            Arc::new(self.hash.finish()),
+            // Resolved for evidence pointers only (see `note_hashes`): most events never need it.
+            new_null_array(&DataType::Utf8, rows),
             Arc::new(self.span_start.finish()),
             Arc::new(self.span_end.finish()),
             Arc::new(self.negated.finish()),
-            Arc::new(self.temporality.finish()),
-            Arc::new(self.certainty.finish()),
-            Arc::new(self.experiencer.finish()),
+            dict(&mut self.temporality, &dicts.temporality)?,
+            dict(&mut self.certainty, &dicts.certainty)?,
+            dict(&mut self.experiencer, &dicts.experiencer)?,
         ];
         Ok(RecordBatch::try_new(event_schema(), cols)?)
     }
@@ -341,9 +435,11 @@ fn read_mentions(
 
 /// Lookups shared by the event passes.
 struct Lookups<'a> {
-    /// concept id → (row in the concept table, the clinical table of its domain)
+    /// concept id → row in the concept table
     concepts: &'a IdMap<usize>,
-    vocab: &'a arrow_array::StringArray,
+    /// concept table row → key of its `vocabulary_id` in `dicts.vocabulary`
+    vocab_keys: Vec<Option<i16>>,
+    dicts: Dictionaries,
     /// note id → row in the note table
     notes: &'a IdMap<usize>,
     note_person: &'a Int64Array,
@@ -351,13 +447,40 @@ struct Lookups<'a> {
 }
 
 impl Lookups<'_> {
-    fn vocabulary(&self, c: i64) -> Option<&str> {
-        self.concepts.get(&c).map(|r| self.vocab.value(*r))
+    fn vocabulary(&self, c: i64) -> Option<i16> {
+        self.concepts
+            .get(&c)
+            .and_then(|r| self.vocab_keys.get(*r).copied().flatten())
     }
 }
 
+/// The distinct vocabularies of the concept table (first appearance order) and, per concept
+/// row, the key of its own.
+fn vocabulary_keys(vocab: &StringArray) -> Result<(Vec<&str>, Vec<Option<i16>>), DatasetError> {
+    let mut distinct: Vec<&str> = Vec::new();
+    let mut index: HashMap<&str, i16> = HashMap::new();
+    let mut keys = Vec::with_capacity(vocab.len());
+    for v in vocab.iter() {
+        let key = match v {
+            None => None,
+            Some(v) => Some(match index.get(v) {
+                Some(k) => *k,
+                None => {
+                    let k = i16::try_from(distinct.len())
+                        .map_err(|_| DatasetError::Invalid("concept.vocabulary_id"))?;
+                    distinct.push(v);
+                    index.insert(v, k);
+                    k
+                }
+            }),
+        };
+        keys.push(key);
+    }
+    Ok((distinct, keys))
+}
+
 /// Per kept mention: its assertion and, when the load derived a clinical row from it, that
-/// row's table (the mention then stands for the row).
+/// row's table (the mention then stands for the row). Split over the cores.
 fn classify_mentions(
     nlp: &RecordBatch,
     assertions: &[Assertion],
@@ -365,18 +488,32 @@ fn classify_mentions(
     rows: &Rows,
 ) -> Result<Vec<(Assertion, Option<usize>)>, DatasetError> {
     let (ids, notes) = (ints(nlp, "note_nlp_id")?, ints(nlp, "note_id")?);
-    Ok(assertions
-        .iter()
-        .enumerate()
-        .map(|(r, &a)| {
-            let table = lk
-                .notes
-                .contains_key(&notes.value(r))
-                .then(|| rows.derived.get(&ids.value(r)).copied())
-                .flatten();
-            (a, table)
-        })
-        .collect())
+    let all: Vec<usize> = (0..assertions.len()).collect();
+    Ok(parallel::map(&all, |&r| {
+        let table = lk
+            .notes
+            .contains_key(&notes.value(r))
+            .then(|| rows.derived.get(&ids.value(r)).copied())
+            .flatten();
+        (assertions[r], table)
+    }))
+}
+
+/// Per clinical table, the ids of its rows a kept mention stands for.
+fn claimed_rows(
+    nlp: &RecordBatch,
+    kinds: &[(Assertion, Option<usize>)],
+) -> Result<Vec<IdSet>, DatasetError> {
+    let ids = ints(nlp, "note_nlp_id")?;
+    let tables: Vec<usize> = (0..EVENT_TABLES.len()).collect();
+    Ok(parallel::map(&tables, |&t| {
+        kinds
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, table))| *table == Some(t))
+            .map(|(r, _)| ids.value(r))
+            .collect()
+    }))
 }
 
 /// Events of the mentions in `range`.
@@ -417,7 +554,7 @@ fn mention_events(
             lk.note_person.value(nr),
             concept,
             lk.vocabulary(concept),
-            table.map_or("note_nlp", |t| EVENT_TABLES[t].table.name),
+            table.map_or(MENTION_KEY, table_key),
             ids.value(r),
             lk.note_date.is_valid(nr).then(|| lk.note_date.value(nr)),
             None,
@@ -425,7 +562,12 @@ fn mention_events(
             a,
         );
     }
-    ev.finish()
+    ev.finish(&lk.dicts)
+}
+
+/// The `domain_table` key of clinical table `t` of `EVENT_TABLES` (a handful: it fits).
+fn table_key(t: usize) -> i16 {
+    i16::try_from(t).unwrap_or(i16::MAX)
 }
 
 /// Events of the clinical rows no mention stands for, and of visits and deaths.
@@ -457,7 +599,7 @@ fn row_events(
                 ps.value(r),
                 c,
                 lk.vocabulary(c),
-                et.table.name,
+                table_key(t),
                 id,
                 Some(starts.value(r)),
                 ends.filter(|e| e.is_valid(r)).map(|e| e.value(r)),
@@ -480,7 +622,7 @@ fn row_events(
             v_ps.value(r),
             c,
             lk.vocabulary(c),
-            cdm::VISIT_OCCURRENCE.name,
+            VISIT_KEY,
             v_ids.value(r),
             Some(v_s.value(r)),
             Some(v_e.value(r)),
@@ -500,7 +642,7 @@ fn row_events(
             d_ps.value(r),
             c,
             lk.vocabulary(c),
-            cdm::DEATH.name,
+            DEATH_KEY,
             d_ps.value(r),
             Some(d_dates.value(r)),
             None,
@@ -508,7 +650,7 @@ fn row_events(
             Assertion::default(),
         );
     }
-    ev.finish()
+    ev.finish(&lk.dicts)
 }
 
 /// Builds the cohort data of a load. With `concepts`, only events of those concepts are kept
@@ -527,21 +669,17 @@ pub fn cohort_data(
     let (nlp, assertions) = mentions.map_err(|_| DatasetError::Poisoned)??;
     let rows = rows?;
 
+    let (vocabularies, vocab_keys) = vocabulary_keys(strings(&rows.concept, "vocabulary_id")?)?;
     let lk = Lookups {
         concepts: &rows.concept_rows,
-        vocab: strings(&rows.concept, "vocabulary_id")?,
+        vocab_keys,
+        dicts: Dictionaries::new(vocabularies),
         notes: &rows.note_rows,
         note_person: ints(&rows.note, "person_id")?,
         note_date: dates(&rows.note, "note_date")?,
     };
     let kinds = classify_mentions(&nlp, &assertions, &lk, &rows)?;
-    let ids = ints(&nlp, "note_nlp_id")?;
-    let mut claimed = vec![IdSet::default(); EVENT_TABLES.len()];
-    for (r, (_, table)) in kinds.iter().enumerate() {
-        if let Some(t) = table {
-            claimed[*t].insert(ids.value(r));
-        }
-    }
+    let claimed = claimed_rows(&nlp, &kinds)?;
     // Two thirds of the mentions on one thread; the rest and the clinical rows on the other.
     let split = nlp.num_rows() * 2 / 3;
     let (first, rest) = std::thread::scope(|s| {
@@ -581,7 +719,7 @@ pub fn note_hashes(
     notes: &HashSet<i64>,
 ) -> Result<HashMap<i64, String>, DatasetError> {
     let ids: Arc<IdSet> = Arc::new(notes.iter().copied().collect());
-    let b = src.table_where(
+    let b = src.table_where_split(
         &cdm::NOTE_HASH,
         &["note_id", "source_note_hash"],
         Some(&KeepIf {
@@ -607,7 +745,7 @@ pub fn caller_ids(
         "person" => ("person_id", "person_source_value"),
         _ => ("note_id", "note_source_value"),
     };
-    let b = src.table(table, &[id_col, source_col])?;
+    let b = src.table_where_split(table, &[id_col, source_col], None)?;
     let (ids, sources) = (ints(&b, id_col)?, strings(&b, source_col)?);
     let mut out: HashMap<i64, Value> = wanted.iter().map(|i| (*i, Value::from(*i))).collect();
     for r in 0..b.num_rows() {
@@ -621,4 +759,38 @@ pub fn caller_ids(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dictionary_keys_name_their_values() {
+        use Experiencer::*;
+        use Temporality::*;
+        for t in [Recent, Historical, Hypothetical] {
+            assert_eq!(TEMPORALITIES[temporality_key(t) as usize], t.as_str());
+        }
+        for e in [Patient, Family, Other] {
+            assert_eq!(EXPERIENCERS[experiencer_key(e) as usize], e.as_str());
+        }
+        for certain in [true, false] {
+            let a = Assertion {
+                certain,
+                ..Assertion::default()
+            };
+            assert_eq!(
+                CERTAINTIES[certainty_key(certain) as usize],
+                a.certainty_str()
+            );
+        }
+        let domains = domain_names();
+        for (t, et) in EVENT_TABLES.iter().enumerate() {
+            assert_eq!(domains[table_key(t) as usize], et.table.name);
+        }
+        assert_eq!(domains[VISIT_KEY as usize], "visit_occurrence");
+        assert_eq!(domains[DEATH_KEY as usize], "death");
+        assert_eq!(domains[MENTION_KEY as usize], "note_nlp");
+    }
 }

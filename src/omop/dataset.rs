@@ -249,17 +249,68 @@ pub fn read_where(
         }
         Err(e) => return Err(e.into()),
     };
-    let mut builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
+    let groups = match keep {
+        Some(k) => row_groups_that_may_match(&builder, k),
+        None => (0..builder.metadata().num_row_groups()).collect(),
+    };
+    read_groups(builder, columns, keep, groups)
+}
+
+/// [`read_where`] with the row groups split over the cores, each part through its own reader,
+/// for a read that would otherwise run alone on one core (the lookups after a cohort).
+pub fn read_where_split(
+    root: &Path,
+    load_id: &str,
+    table: &str,
+    columns: &[&str],
+    keep: Option<&KeepIf<'_>>,
+) -> Result<RecordBatch, DatasetError> {
+    let path = dir(root, load_id)?.join(format!("{table}.parquet"));
+    if !path.is_file() {
+        return read_where(root, load_id, table, columns, keep);
+    }
+    let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(&path)?)?;
+    let groups: Vec<usize> = match keep {
+        Some(k) => row_groups_that_may_match(&builder, k),
+        None => (0..builder.metadata().num_row_groups()).collect(),
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if groups.len() < 2 || threads < 2 {
+        return read_groups(builder, columns, keep, groups);
+    }
+    let parts: Vec<Vec<usize>> = groups
+        .chunks(groups.len().div_ceil(threads))
+        .map(<[usize]>::to_vec)
+        .collect();
+    let batches = crate::parallel::map(&parts, |part| {
+        let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(&path)?)?;
+        read_groups(builder, columns, keep, part.clone())
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>, DatasetError>>()?;
+    match batches.first() {
+        Some(b) => Ok(concat_batches(&b.schema(), &batches)?),
+        None => read_groups(builder, columns, keep, Vec::new()),
+    }
+}
+
+/// Reads `groups` of a file: the named columns (all when empty), rows filtered by `keep` inside
+/// the reader, as one batch.
+fn read_groups(
+    mut builder: ParquetRecordBatchReaderBuilder<File>,
+    columns: &[&str],
+    keep: Option<&KeepIf<'_>>,
+    groups: Vec<usize>,
+) -> Result<RecordBatch, DatasetError> {
     // One batch for the whole table: no concatenation afterwards.
     let rows = usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
-    builder = builder.with_batch_size(rows.max(1));
+    builder = builder.with_batch_size(rows.max(1)).with_row_groups(groups);
     if !columns.is_empty() {
         let mask = ProjectionMask::columns(builder.parquet_schema(), columns.iter().copied());
         builder = builder.with_projection(mask);
     }
     if let Some(k) = keep {
-        let groups = row_groups_that_may_match(&builder, k);
-        builder = builder.with_row_groups(groups);
         let mask = ProjectionMask::columns(builder.parquet_schema(), [k.column]);
         let (ids, column) = (Arc::clone(k.ids), k.column);
         let predicate = ArrowPredicateFn::new(mask, move |batch: RecordBatch| {

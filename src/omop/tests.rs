@@ -27,10 +27,18 @@ fn ints(b: &RecordBatch, col: &str) -> Vec<Option<i64>> {
         .collect()
 }
 
+/// A string column's values, plain or dictionary-encoded (the event table's).
 fn strs(b: &RecordBatch, col: &str) -> Vec<Option<String>> {
-    b.column_by_name(col)
-        .unwrap()
-        .as_string::<i32>()
+    let c = b.column_by_name(col).unwrap();
+    if let Some(d) = c.as_dictionary_opt::<arrow_array::types::Int16Type>() {
+        let values = d.values().as_string::<i32>();
+        return d
+            .keys()
+            .iter()
+            .map(|k| k.map(|k| values.value(k as usize).to_string()))
+            .collect();
+    }
+    c.as_string::<i32>()
         .iter()
         .map(|s| s.map(str::to_string))
         .collect()

@@ -6,8 +6,8 @@ use std::ops::Range;
 
 use arrow_arith::boolean::{and, is_not_null};
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Date32Type, Int64Type};
-use arrow_array::{Array, BooleanArray, Int64Array, RecordBatch, StringArray};
+use arrow_array::types::{Date32Type, Int16Type, Int64Type};
+use arrow_array::{Array, BooleanArray, Int64Array, PrimitiveArray, RecordBatch, StringArray};
 use arrow_buffer::BooleanBuffer;
 use arrow_select::filter::filter_record_batch;
 use chrono::NaiveDate;
@@ -146,22 +146,51 @@ fn row_mask(events: &RecordBatch, m: &Membership, needs: &Needs) -> Option<Boole
     let concept = events
         .column_by_name(col::CONCEPT_ID)?
         .as_primitive_opt::<Int64Type>()?;
-    let domain = events
-        .column_by_name(col::DOMAIN_TABLE)?
-        .as_string_opt::<i32>()?;
+    let domain = Domains::of(events)?;
     let start = events.column_by_name(col::START_DATE)?;
     start.as_primitive_opt::<Date32Type>()?;
     let wanted = BooleanBuffer::collect_bool(events.num_rows(), |i| {
-        if domain.is_null(i) || concept.is_null(i) {
+        if concept.is_null(i) {
             return false;
         }
-        let Some(d) = Domain::from_table(domain.value(i)) else {
+        let Some(d) = domain.row(i) else {
             return false;
         };
         let d = d.index();
         needs.domain[d] && (needs.any_concept[d] || m.slot(concept.value(i)) != NO_SLOT)
     });
     and(&BooleanArray::new(wanted, None), &is_not_null(start).ok()?).ok()
+}
+
+/// The `domain_table` column as Circe domains: each dictionary value is mapped once.
+struct Domains<'a> {
+    keys: &'a PrimitiveArray<Int16Type>,
+    /// Per dictionary value; `None` for a table Circe has no domain for.
+    domains: Vec<Option<Domain>>,
+}
+
+impl<'a> Domains<'a> {
+    fn of(batch: &'a RecordBatch) -> Option<Self> {
+        let d = batch
+            .column_by_name(col::DOMAIN_TABLE)?
+            .as_dictionary_opt::<Int16Type>()?;
+        let values = d.values().as_string_opt::<i32>()?;
+        Some(Self {
+            keys: d.keys(),
+            domains: values
+                .iter()
+                .map(|v| v.and_then(Domain::from_table))
+                .collect(),
+        })
+    }
+
+    fn row(&self, i: usize) -> Option<Domain> {
+        if self.keys.is_null(i) {
+            return None;
+        }
+        let k = usize::try_from(self.keys.value(i)).ok()?;
+        self.domains.get(k).copied().flatten()
+    }
 }
 
 fn read_events(batch: &RecordBatch, m: &Membership) -> Option<Vec<Event>> {
@@ -173,9 +202,7 @@ fn read_events(batch: &RecordBatch, m: &Membership) -> Option<Vec<Event>> {
         int(col::EVENT_ID)?,
     );
     let (start, end) = (date(col::START_DATE)?, date(col::END_DATE)?);
-    let domain = batch
-        .column_by_name(col::DOMAIN_TABLE)?
-        .as_string_opt::<i32>()?;
+    let domain = Domains::of(batch)?;
     let (min_day, max_day) = day_range();
     let mut out = Vec::with_capacity(batch.num_rows());
     for i in 0..batch.num_rows() {
@@ -185,7 +212,7 @@ fn read_events(batch: &RecordBatch, m: &Membership) -> Option<Vec<Event>> {
         if !ids_valid || s < min_day || s >= max_day {
             continue;
         }
-        let Some(d) = Domain::from_table(domain.value(i)) else {
+        let Some(d) = domain.row(i) else {
             continue;
         };
         let c = concept.value(i);

@@ -3,7 +3,10 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, BooleanArray, Date32Array, Int64Array, RecordBatch, StringArray};
+use arrow_array::types::Int16Type;
+use arrow_array::{
+    ArrayRef, BooleanArray, Date32Array, DictionaryArray, Int64Array, RecordBatch, StringArray,
+};
 use chrono::NaiveDate;
 use serde_json::{Value, json};
 
@@ -150,14 +153,18 @@ impl Data {
         let opt_ints = |f: &dyn Fn(&Row) -> Option<i64>| -> ArrayRef {
             Arc::new(Int64Array::from(r.iter().map(f).collect::<Vec<_>>()))
         };
-        let strs = |v: &str| -> ArrayRef { Arc::new(StringArray::from(vec![v; n])) };
+        let strs = |v: &str| -> ArrayRef {
+            Arc::new(std::iter::repeat_n(v, n).collect::<DictionaryArray<Int16Type>>())
+        };
         let columns: Vec<ArrayRef> = vec![
             ints(&|x| x.person),
             ints(&|x| x.concept),
-            Arc::new(StringArray::from(vec![Some("SNOMED"); n])),
-            Arc::new(StringArray::from(
-                r.iter().map(|x| x.domain).collect::<Vec<_>>(),
-            )),
+            strs("SNOMED"),
+            Arc::new(
+                r.iter()
+                    .map(|x| x.domain)
+                    .collect::<DictionaryArray<Int16Type>>(),
+            ),
             ints(&|x| x.event_id),
             Arc::new(Date32Array::from(
                 r.iter().map(|x| x.start.map(day)).collect::<Vec<_>>(),
