@@ -39,9 +39,14 @@ pub struct Settings {
     /// CUDA device index when `--device cuda`.
     #[arg(long, env = "SERVICE_CUDA_DEVICE_ID", default_value_t = 0)]
     pub cuda_device_id: i32,
-    /// ONNX Runtime intra-op threads per model (0: one per core).
+    /// ONNX Runtime intra-op threads of each model's wide session (0: one per core).
     #[arg(long, env = "SERVICE_ORT_THREADS", default_value_t = 0)]
     pub ort_threads: usize,
+    /// Single-threaded inference workers per loaded model, each with its own session, beside
+    /// the wide session that runs a lone batch on all cores (0: one per core on CPU, none on
+    /// CUDA; 1: none, the wide session runs every batch).
+    #[arg(long, env = "SERVICE_INFER_WORKERS", default_value_t = 0)]
+    pub infer_workers: usize,
     /// Default PII model id (used by /pii/* when `model_name` is omitted).
     #[arg(
         long,

@@ -3,7 +3,7 @@
 
 /// `f` over `items`, in order, split into one contiguous chunk per available core (the first
 /// on the calling thread). A panicking chunk propagates its panic, as a sequential map would.
-pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+pub fn map<'a, T: Sync, R: Send>(items: &'a [T], f: impl Fn(&'a T) -> R + Sync) -> Vec<R> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     if threads < 2 || items.len() < 2 {
         return items.iter().map(&f).collect();
@@ -20,6 +20,26 @@ pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
         for h in others {
             match h.join() {
                 Ok(part) => out.extend(part),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        out
+    })
+}
+
+/// `f` over `items`, in order, one thread per item: for a few parts of uneven size, which the
+/// scheduler then balances over the cores.
+pub fn each<'a, T: Sync, R: Send>(items: &'a [T], f: impl Fn(&'a T) -> R + Sync) -> Vec<R> {
+    if items.len() < 2 {
+        return items.iter().map(&f).collect();
+    }
+    let f = &f;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items[1..].iter().map(|i| s.spawn(move || f(i))).collect();
+        let mut out = vec![f(&items[0])];
+        for h in handles {
+            match h.join() {
+                Ok(r) => out.push(r),
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }

@@ -250,6 +250,53 @@ async fn a_graph_without_token_type_ids_is_fed_none_and_finds_the_same() {
     }
 }
 
+/// The single-threaded workers and the wide session (`SERVICE_INFER_WORKERS=1` keeps only the
+/// wide one) find the same entities with the same scores, for a long note alone and for several
+/// notes at once, whichever session each window lands on.
+#[tokio::test]
+async fn every_worker_layout_finds_the_same() {
+    let note = "Patient John Smith (MRN 4471923) was seen on 03/04/2024 by Dr. Alice Wong. \
+                Call (617) 555-0143 or write to john.smith@example.com about the follow-up. "
+        .repeat(12);
+    let mut answers = Vec::new();
+    for workers in [1usize, 3] {
+        let s = common::start(move |c| c.infer_workers = workers);
+        let c = common::client();
+        let mut tasks = Vec::new();
+        for _ in 0..4 {
+            let (c, url, note) = (c.clone(), s.url("/pii/extract"), note.clone());
+            tasks.push(tokio::spawn(async move {
+                let r = c.post(url).json(&json!({ "text": note })).send().await;
+                r.unwrap().json::<Value>().await.unwrap()
+            }));
+        }
+        let mut bodies = Vec::new();
+        for t in tasks {
+            bodies.push(t.await.unwrap());
+        }
+        let (_, alone) = s.post("/pii/extract", &json!({ "text": note })).await;
+        bodies.push(alone);
+        for body in bodies {
+            let found = common::entities(&note, &body);
+            assert!(found.len() >= 12, "{workers} workers: {body}");
+            let scores: Vec<f64> = body["entities"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["confidence"].as_f64().unwrap())
+                .collect();
+            answers.push((workers, found, scores));
+        }
+    }
+    let (_, first, first_scores) = &answers[0];
+    for (workers, found, scores) in &answers[1..] {
+        assert_eq!(found, first, "{workers} workers");
+        for (a, b) in scores.iter().zip(first_scores) {
+            assert!((a - b).abs() < 1e-4, "{workers} workers: {a} vs {b}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_full_queue_answers_503_with_retry_after() {
     let s = common::start(|c| c.queue_capacity = 1);
@@ -300,6 +347,7 @@ fn cuda_without_its_provider_is_a_clear_error() {
             device: phiflow::config::Device::Cuda,
             cuda_device_id: 0,
             threads: 1,
+            workers: 1,
         },
     )
     .expect_err("the CPU wheel has no CUDA provider");

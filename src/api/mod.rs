@@ -188,6 +188,7 @@ fn build(settings: Settings, with_jobs: bool) -> Result<AppState, StartError> {
             device: settings.device,
             cuda_device_id: settings.cuda_device_id,
             threads: settings.ort_threads,
+            workers: settings.infer_workers,
         },
     )?;
     let pipelines = Pipelines::load(&settings.pipelines_dir, REQUIRED_PIPELINES)?;

@@ -172,11 +172,7 @@ pub fn resolve(
 ) -> Result<Resolution, ResolveError> {
     check_hierarchy(p, h)?;
     let cols = Columns::new(data)?;
-    let sets: Vec<SetEval> = p
-        .concept_sets()
-        .iter()
-        .map(|s| SetEval::new(s, h, &cols))
-        .collect();
+    let sets: Vec<SetEval> = parallel::map(p.concept_sets(), |s| SetEval::new(s, h, &cols));
     // Provenance needs only the set matches: it runs beside the criteria, whose waves leave
     // a core idle, and the evidence.
     let (resolved, concept_sets) = std::thread::scope(|s| {
@@ -306,6 +302,10 @@ impl<'a> Dict<'a> {
 
     /// Every row has a non-null value.
     fn complete(&self) -> bool {
+        let values_complete = self.values.iter().all(Option::is_some);
+        if values_complete && self.nulls.is_none_or(|n| n.null_count() == 0) {
+            return true;
+        }
         (0..self.keys.len()).all(|r| self.value(r).is_some())
     }
 }

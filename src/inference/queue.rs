@@ -1,9 +1,14 @@
-//! One batching queue per loaded model: a dedicated thread owns the ONNX Runtime session, packs
+//! One batching queue per loaded model: worker threads, each owning an ONNX Runtime session, pack
 //! windows from all concurrent requests into batches under a padded-token budget (sorted by
-//! length to cut padding), runs them and routes each window's scores back to its caller.
+//! length to cut padding), run them and route each window's scores back to its caller.
+//!
+//! The workers are the model's [`Sessions`]: single-threaded ones, which run batches side by
+//! side, and a wide one, which runs a batch alone on all cores when that batch is all the work
+//! there is and the others are idle (a lone request's latency), never beside them.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
 use ort::session::Session;
@@ -11,6 +16,7 @@ use ort::value::Tensor;
 use tokio::sync::oneshot;
 
 use super::InferenceError;
+use super::runtime::Sessions;
 
 /// One window as the model sees it: token ids with the special tokens already in place.
 #[derive(Clone, Debug)]
@@ -112,6 +118,44 @@ impl GraphInputs {
     }
 }
 
+/// What the workers share: windows submitted since the current round began, and the round
+/// (one snapshot of what was waiting, shortest first) they are taking batches from. A round is
+/// finished before the next is cut, so a stream of short windows never starves a long one.
+#[derive(Default)]
+struct Pending {
+    incoming: Vec<WorkItem>,
+    round: VecDeque<WorkItem>,
+    closed: bool,
+    /// Single-threaded workers, and how many of them are running a batch.
+    narrow_workers: usize,
+    narrow_busy: usize,
+    /// The wide worker is running a batch (then nothing else may start).
+    wide_busy: bool,
+}
+
+/// At most this many windows waiting, with the single-threaded workers idle, go to the wide
+/// session.
+const LONE_WINDOWS: usize = 2;
+
+/// Which session a worker owns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Narrow,
+    Wide,
+}
+
+struct Shared {
+    pending: Mutex<Pending>,
+    ready: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Pending> {
+        // A worker never panics while holding the lock; recover the data if one ever did.
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 /// How a queue batches and how much it holds.
 #[derive(Clone, Copy, Debug)]
 pub struct QueueConfig {
@@ -123,21 +167,21 @@ pub struct QueueConfig {
     pub capacity: usize,
 }
 
-/// The queue in front of one session.
+/// The queue in front of one model's sessions.
 pub struct BatchQueue {
     model_id: String,
-    tx: Mutex<Option<mpsc::Sender<WorkItem>>>,
+    shared: Arc<Shared>,
     depth: Arc<AtomicUsize>,
     capacity: usize,
     counters: Arc<Counters>,
-    worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+    workers: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 impl BatchQueue {
-    /// Starts the worker thread that owns `session`.
+    /// Starts one worker thread per session (all of the same graph, with `inputs`).
     pub fn start(
         model_id: &str,
-        session: Session,
+        sessions: Sessions,
         inputs: GraphInputs,
         pad_id: i64,
         num_labels: usize,
@@ -148,35 +192,54 @@ impl BatchQueue {
             max_padding,
             capacity,
         } = config;
-        let (tx, rx) = mpsc::channel::<WorkItem>();
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(Pending {
+                narrow_workers: sessions.narrow.len(),
+                ..Pending::default()
+            }),
+            ready: Condvar::new(),
+        });
         let depth = Arc::new(AtomicUsize::new(0));
         let counters = Arc::new(Counters::default());
-        let worker = Worker {
-            session,
-            inputs,
-            pad_id,
-            num_labels,
-            token_budget: token_budget.max(1),
-            max_padding: max_padding.max(0.0),
+        let queue = Self {
+            model_id: model_id.to_string(),
+            shared: shared.clone(),
             depth: depth.clone(),
-            counters: counters.clone(),
-            model_id: model_id.to_string(),
-        };
-        let handle = std::thread::Builder::new()
-            .name(format!(
-                "infer-{}",
-                model_id.rsplit('/').next().unwrap_or("model")
-            ))
-            .spawn(move || worker.run(rx))
-            .map_err(|e| InferenceError::Runtime(format!("cannot start inference thread: {e}")))?;
-        Ok(Self {
-            model_id: model_id.to_string(),
-            tx: Mutex::new(Some(tx)),
-            depth,
             capacity: capacity.max(1),
-            counters,
-            worker: Mutex::new(Some(handle)),
-        })
+            counters: counters.clone(),
+            workers: Mutex::new(Vec::new()),
+        };
+        let name = model_id.rsplit('/').next().unwrap_or("model");
+        let roles = std::iter::repeat(Role::Narrow).zip(sessions.narrow);
+        let all = roles.chain([(Role::Wide, sessions.wide)]);
+        for (i, (role, session)) in all.enumerate() {
+            let worker = Worker {
+                role,
+                session,
+                inputs: inputs.clone(),
+                pad_id,
+                num_labels,
+                token_budget: token_budget.max(1),
+                max_padding: max_padding.max(0.0),
+                shared: shared.clone(),
+                depth: depth.clone(),
+                counters: counters.clone(),
+                model_id: model_id.to_string(),
+            };
+            let handle = std::thread::Builder::new()
+                .name(format!("infer-{name}-{i}"))
+                .spawn(move || worker.run())
+                // Dropping `queue` closes it and joins the workers already started.
+                .map_err(|e| {
+                    InferenceError::Runtime(format!("cannot start inference thread: {e}"))
+                })?;
+            queue
+                .workers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(handle);
+        }
+        Ok(queue)
     }
 
     /// Enqueues windows; all or none. A request larger than the whole queue is admitted only
@@ -199,19 +262,20 @@ impl BatchQueue {
                 retry_after_secs: 1,
             });
         }
-        let guard = self.tx.lock().map_err(|_| InferenceError::Unloaded)?;
-        let Some(tx) = guard.as_ref() else {
+        let mut pending = self.shared.lock();
+        if pending.closed {
+            drop(pending);
             self.depth.fetch_sub(n, Ordering::AcqRel);
             return Err(InferenceError::Unloaded);
-        };
+        }
         let mut receivers = Vec::with_capacity(n);
         for input in windows {
             let (reply, rx) = oneshot::channel();
-            if tx.send(WorkItem { input, reply }).is_err() {
-                self.depth.fetch_sub(1, Ordering::AcqRel);
-            }
+            pending.incoming.push(WorkItem { input, reply });
             receivers.push(rx);
         }
+        drop(pending);
+        self.shared.ready.notify_all();
         Ok(receivers)
     }
 
@@ -230,18 +294,19 @@ impl BatchQueue {
 }
 
 impl Drop for BatchQueue {
-    /// Closes the queue; the worker finishes what it holds, then exits with the session.
+    /// Closes the queue; the workers finish what it holds, then exit with their sessions.
     fn drop(&mut self) {
-        if let Ok(mut tx) = self.tx.lock() {
-            tx.take();
-        }
-        if let Some(handle) = self.worker.lock().ok().and_then(|mut w| w.take()) {
+        self.shared.lock().closed = true;
+        self.shared.ready.notify_all();
+        let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|p| p.into_inner()));
+        for handle in workers {
             let _ = handle.join();
         }
     }
 }
 
 struct Worker {
+    role: Role,
     session: Session,
     inputs: GraphInputs,
     pad_id: i64,
@@ -249,6 +314,7 @@ struct Worker {
     token_budget: usize,
     /// Largest padded/real − 1 a batch may reach (on CPU, padding costs more than batching gains).
     max_padding: f64,
+    shared: Arc<Shared>,
     depth: Arc<AtomicUsize>,
     counters: Arc<Counters>,
     /// The metrics label (an installed model id, never caller text).
@@ -256,35 +322,75 @@ struct Worker {
 }
 
 impl Worker {
-    fn run(mut self, rx: mpsc::Receiver<WorkItem>) {
-        let mut pending: Vec<WorkItem> = Vec::new();
-        // Block for the first item, take whatever else is already waiting, then run all of it,
-        // shortest first, before looking again: fair across requests, minimal padding.
-        while let Ok(first) = rx.recv() {
-            pending.push(first);
-            pending.extend(rx.try_iter());
-            pending.sort_by_key(|w| w.input.ids.len());
-            let mut items = std::mem::take(&mut pending).into_iter().peekable();
-            while items.peek().is_some() {
-                let mut batch = Vec::new();
-                let mut real = 0usize;
-                while let Some(next) = items.peek() {
-                    let len = next.input.ids.len();
-                    let padded = len * (batch.len() + 1);
-                    let padding = padded as f64 / (real + len) as f64 - 1.0;
-                    if !batch.is_empty()
-                        && (padded > self.token_budget || padding > self.max_padding)
-                    {
-                        break;
-                    }
-                    real += len;
-                    batch.extend(items.next());
-                }
-                let n = batch.len();
-                self.run_batch(batch);
-                self.depth.fetch_sub(n, Ordering::AcqRel);
+    /// Takes one batch at a time until the queue is closed and empty.
+    fn run(mut self) {
+        while let Some(batch) = self.next_batch() {
+            let n = batch.len();
+            self.run_batch(batch);
+            self.depth.fetch_sub(n, Ordering::AcqRel);
+            let mut p = self.shared.lock();
+            match self.role {
+                Role::Narrow => p.narrow_busy -= 1,
+                Role::Wide => p.wide_busy = false,
             }
+            drop(p);
+            self.shared.ready.notify_all();
         }
+    }
+
+    /// The next batch of the current round (cutting a new round from what has arrived when it
+    /// is done), waiting while there is none; `None` once closed and drained.
+    fn next_batch(&self) -> Option<Vec<WorkItem>> {
+        let mut p = self.shared.lock();
+        loop {
+            if p.round.is_empty() && !p.incoming.is_empty() {
+                let mut round = std::mem::take(&mut p.incoming);
+                round.sort_by_key(|w| w.input.ids.len());
+                p.round = round.into();
+            }
+            if !p.round.is_empty() && !p.wide_busy {
+                let size = self.batch_size(&p.round);
+                // A lone request's few windows run faster one after another on all cores than
+                // side by side on one core each (the longest would set the pace).
+                let lone = p.narrow_busy == 0 && p.round.len() + p.incoming.len() <= LONE_WINDOWS;
+                let wanted = if p.narrow_workers == 0 || lone {
+                    Role::Wide
+                } else {
+                    Role::Narrow
+                };
+                if wanted == self.role {
+                    match self.role {
+                        Role::Narrow => p.narrow_busy += 1,
+                        Role::Wide => p.wide_busy = true,
+                    }
+                    return Some(p.round.drain(..size).collect());
+                }
+            }
+            if p.closed && p.round.is_empty() && p.incoming.is_empty() {
+                return None;
+            }
+            p = self
+                .shared
+                .ready
+                .wait(p)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+    }
+
+    /// How many of the shortest windows of `round` fit the token budget and the padding limit.
+    fn batch_size(&self, round: &VecDeque<WorkItem>) -> usize {
+        let (mut size, mut real) = (0usize, 0usize);
+        for next in round {
+            let len = next.input.ids.len();
+            let padded = len * (size + 1);
+            let padding = padded as f64 / (real + len) as f64 - 1.0;
+            if size > 0 && (padded > self.token_budget || padding > self.max_padding) {
+                break;
+            }
+            real += len;
+            size += 1;
+        }
+        size
     }
 
     fn run_batch(&mut self, batch: Vec<WorkItem>) {

@@ -229,7 +229,12 @@ impl ModelRegistry {
                 keep_alive,
             });
         }
-        let estimate = files.onnx_bytes().saturating_mul(2);
+        // Each session holds its own copy of the weights.
+        let sessions = self.runtime.sessions_per_model() as u64;
+        let estimate = files
+            .onnx_bytes()
+            .saturating_mul(2)
+            .saturating_mul(sessions);
         if estimate > self.limits.memory_budget {
             return Err(InferenceError::OverBudget {
                 needed: estimate,
@@ -480,12 +485,12 @@ fn load(
 ) -> Result<LoadedModel, InferenceError> {
     let info = ModelInfo::read(files)?;
     let tokenizer = TokenizerHandle::load(&files.tokenizer)?;
-    let session = runtime.session(&files.onnx)?;
-    let inputs = GraphInputs::from_session(&session)?;
+    let sessions = runtime.sessions(&files.onnx)?;
+    let inputs = GraphInputs::from_session(&sessions.wide)?;
     let takes_token_type_ids = inputs.token_type_ids.is_some();
     let queue = BatchQueue::start(
         &files.id,
-        session,
+        sessions,
         inputs,
         i64::from(tokenizer.pad_id),
         info.labels.len(),

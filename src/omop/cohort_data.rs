@@ -330,12 +330,18 @@ fn read_rows(src: &Source<'_>, wanted: Option<&Arc<IdSet>>) -> Result<Rows, Data
         ints(&links, "note_nlp_id")?,
         strings(&links, "event_table")?,
     );
-    let mut derived = IdMap::default();
+    let mut derived = IdMap::with_capacity_and_hasher(links.num_rows(), Default::default());
+    // Links come in runs of one table (the file is clustered by concept): compare the name
+    // with the previous row's before searching.
+    let mut last: Option<(&str, Option<usize>)> = None;
     for r in 0..links.num_rows() {
-        if let Some(t) = EVENT_TABLES
-            .iter()
-            .position(|e| e.table.name == link_tables.value(r))
-        {
+        let name = link_tables.value(r);
+        let t = match last {
+            Some((n, t)) if n == name => t,
+            _ => EVENT_TABLES.iter().position(|e| e.table.name == name),
+        };
+        last = Some((name, t));
+        if let Some(t) = t {
             derived.insert(link_ids.value(r), t);
         }
     }
@@ -411,16 +417,26 @@ fn read_mentions(
         strings(&nlp, "term_exists")?,
         strings(&nlp, "term_modifiers")?,
     );
-    // A load has a handful of distinct modifier strings: parse each once.
-    let mut cache: HashMap<&str, Option<Assertion>> = HashMap::new();
+    // A load has a handful of distinct modifier strings: parse each once, found again by a
+    // short scan (cheaper than hashing every row's string); a map takes over should there be
+    // many.
+    let mut few: Vec<(&str, Option<Assertion>)> = Vec::new();
+    let mut many: HashMap<&str, Option<Assertion>> = HashMap::new();
+    let mut parsed = |m| match few.iter().find(|(s, _)| *s == m) {
+        Some((_, a)) => *a,
+        None if few.len() < 16 => {
+            let a = Assertion::from_modifiers(m);
+            few.push((m, a));
+            a
+        }
+        None => *many
+            .entry(m)
+            .or_insert_with(|| Assertion::from_modifiers(m)),
+    };
     let mut assertions = Vec::with_capacity(nlp.num_rows());
     for r in 0..nlp.num_rows() {
         let mut a = if modifiers.is_valid(r) {
-            let m = modifiers.value(r);
-            cache
-                .entry(m)
-                .or_insert_with(|| Assertion::from_modifiers(m))
-                .ok_or(DatasetError::Invalid("note_nlp.term_modifiers"))?
+            parsed(modifiers.value(r)).ok_or(DatasetError::Invalid("note_nlp.term_modifiers"))?
         } else {
             Assertion::default()
         };
@@ -479,50 +495,16 @@ fn vocabulary_keys(vocab: &StringArray) -> Result<(Vec<&str>, Vec<Option<i16>>),
     Ok((distinct, keys))
 }
 
-/// Per kept mention: its assertion and, when the load derived a clinical row from it, that
-/// row's table (the mention then stands for the row). Split over the cores.
-fn classify_mentions(
-    nlp: &RecordBatch,
-    assertions: &[Assertion],
-    lk: &Lookups<'_>,
-    rows: &Rows,
-) -> Result<Vec<(Assertion, Option<usize>)>, DatasetError> {
-    let (ids, notes) = (ints(nlp, "note_nlp_id")?, ints(nlp, "note_id")?);
-    let all: Vec<usize> = (0..assertions.len()).collect();
-    Ok(parallel::map(&all, |&r| {
-        let table = lk
-            .notes
-            .contains_key(&notes.value(r))
-            .then(|| rows.derived.get(&ids.value(r)).copied())
-            .flatten();
-        (assertions[r], table)
-    }))
-}
-
-/// Per clinical table, the ids of its rows a kept mention stands for.
-fn claimed_rows(
-    nlp: &RecordBatch,
-    kinds: &[(Assertion, Option<usize>)],
-) -> Result<Vec<IdSet>, DatasetError> {
-    let ids = ints(nlp, "note_nlp_id")?;
-    let tables: Vec<usize> = (0..EVENT_TABLES.len()).collect();
-    Ok(parallel::map(&tables, |&t| {
-        kinds
-            .iter()
-            .enumerate()
-            .filter(|(_, (_, table))| *table == Some(t))
-            .map(|(r, _)| ids.value(r))
-            .collect()
-    }))
-}
-
-/// Events of the mentions in `range`.
+/// Events of the mentions in `range`, and the clinical rows they stand for as
+/// `(table in EVENT_TABLES, row id)`: a mention the load derived a clinical row from is that
+/// row's event.
 fn mention_events(
     nlp: &RecordBatch,
-    kinds: &[(Assertion, Option<usize>)],
+    assertions: &[Assertion],
     range: std::ops::Range<usize>,
     lk: &Lookups<'_>,
-) -> Result<RecordBatch, DatasetError> {
+    derived: &IdMap<usize>,
+) -> Result<(RecordBatch, Vec<(usize, i64)>), DatasetError> {
     let (ids, notes, offsets, concepts) = (
         ints(nlp, "note_nlp_id")?,
         ints(nlp, "note_id")?,
@@ -530,13 +512,16 @@ fn mention_events(
         ints(nlp, "note_nlp_concept_id")?,
     );
     let mut ev = Events::with_capacity(range.len());
+    let mut claimed = Vec::new();
     for r in range {
         let note_id = notes.value(r);
         // A mention of a note the load does not have belongs to no one; validation reports it.
         let Some(&nr) = lk.notes.get(&note_id) else {
             continue;
         };
-        let (a, table) = kinds[r];
+        let (a, id) = (assertions[r], ids.value(r));
+        let table = derived.get(&id).copied();
+        claimed.extend(table.map(|t| (t, id)));
         let concept = if concepts.is_valid(r) {
             concepts.value(r)
         } else {
@@ -544,7 +529,7 @@ fn mention_events(
         };
         let mention = Mention {
             note: note_id,
-            nlp: ids.value(r),
+            nlp: id,
             span: offsets
                 .is_valid(r)
                 .then(|| parse_offset(offsets.value(r)))
@@ -555,14 +540,14 @@ fn mention_events(
             concept,
             lk.vocabulary(concept),
             table.map_or(MENTION_KEY, table_key),
-            ids.value(r),
+            id,
             lk.note_date.is_valid(nr).then(|| lk.note_date.value(nr)),
             None,
             Some(mention),
             a,
         );
     }
-    ev.finish(&lk.dicts)
+    Ok((ev.finish(&lk.dicts)?, claimed))
 }
 
 /// The `domain_table` key of clinical table `t` of `EVENT_TABLES` (a handful: it fits).
@@ -570,44 +555,58 @@ fn table_key(t: usize) -> i16 {
     i16::try_from(t).unwrap_or(i16::MAX)
 }
 
-/// Events of the clinical rows no mention stands for, and of visits and deaths.
+/// The parts of the row events, built side by side: each clinical table, then visits and
+/// deaths together.
+#[derive(Clone, Copy)]
+enum RowPart {
+    Clinical(usize),
+    VisitsAndDeaths,
+}
+
+/// Events of the clinical rows no mention stands for (`claimed`: per table, the ids mentions
+/// stand for), or of visits and deaths.
 fn row_events(
     rows: &Rows,
     claimed: &[IdSet],
     lk: &Lookups<'_>,
+    part: RowPart,
 ) -> Result<RecordBatch, DatasetError> {
-    let n = rows.events.iter().map(RecordBatch::num_rows).sum::<usize>()
-        + rows.visit.num_rows()
-        + rows.death.num_rows();
-    let mut ev = Events::with_capacity(n);
-    for (t, (et, b)) in EVENT_TABLES.iter().zip(&rows.events).enumerate() {
-        let pk = et.table.primary_key.unwrap_or("person_id");
-        let (ids, ps, cs, starts) = (
-            ints(b, pk)?,
-            ints(b, "person_id")?,
-            ints(b, et.concept)?,
-            dates(b, et.start_date)?,
-        );
-        let ends = et.end_date.map(|c| dates(b, c)).transpose()?;
-        for r in 0..b.num_rows() {
-            let id = ids.value(r);
-            if claimed[t].contains(&id) {
-                continue;
-            }
-            let c = cs.value(r);
-            ev.push(
-                ps.value(r),
-                c,
-                lk.vocabulary(c),
-                table_key(t),
-                id,
-                Some(starts.value(r)),
-                ends.filter(|e| e.is_valid(r)).map(|e| e.value(r)),
-                None,
-                Assertion::default(),
-            );
+    let RowPart::Clinical(t) = part else {
+        return visit_and_death_events(rows, lk);
+    };
+    let (et, b) = (&EVENT_TABLES[t], &rows.events[t]);
+    let mut ev = Events::with_capacity(b.num_rows());
+    let pk = et.table.primary_key.unwrap_or("person_id");
+    let (ids, ps, cs, starts) = (
+        ints(b, pk)?,
+        ints(b, "person_id")?,
+        ints(b, et.concept)?,
+        dates(b, et.start_date)?,
+    );
+    let ends = et.end_date.map(|c| dates(b, c)).transpose()?;
+    for r in 0..b.num_rows() {
+        let id = ids.value(r);
+        if claimed[t].contains(&id) {
+            continue;
         }
+        let c = cs.value(r);
+        ev.push(
+            ps.value(r),
+            c,
+            lk.vocabulary(c),
+            table_key(t),
+            id,
+            Some(starts.value(r)),
+            ends.filter(|e| e.is_valid(r)).map(|e| e.value(r)),
+            None,
+            Assertion::default(),
+        );
     }
+    ev.finish(&lk.dicts)
+}
+
+fn visit_and_death_events(rows: &Rows, lk: &Lookups<'_>) -> Result<RecordBatch, DatasetError> {
+    let mut ev = Events::with_capacity(rows.visit.num_rows() + rows.death.num_rows());
     let v = &rows.visit;
     let (v_ids, v_ps, v_cs, v_s, v_e) = (
         ints(v, "visit_occurrence_id")?,
@@ -678,19 +677,37 @@ pub fn cohort_data(
         note_person: ints(&rows.note, "person_id")?,
         note_date: dates(&rows.note, "note_date")?,
     };
-    let kinds = classify_mentions(&nlp, &assertions, &lk, &rows)?;
-    let claimed = claimed_rows(&nlp, &kinds)?;
-    // Two thirds of the mentions on one thread; the rest and the clinical rows on the other.
-    let split = nlp.num_rows() * 2 / 3;
-    let (first, rest) = std::thread::scope(|s| {
-        let first = s.spawn(|| mention_events(&nlp, &kinds, 0..split, &lk));
-        let rest = mention_events(&nlp, &kinds, split..nlp.num_rows(), &lk)
-            .and_then(|m| Ok((m, row_events(&rows, &claimed, &lk)?)));
-        (first.join(), rest)
+    // Mentions in two halves side by side; then the rows they stand for are known, and the
+    // clinical tables, visits and deaths are built side by side.
+    let n = nlp.num_rows();
+    let halves = [0..n / 2, n / 2..n];
+    let mut parts = Vec::new();
+    let mut claimed_pairs = Vec::new();
+    for part in parallel::map(&halves, |r| {
+        mention_events(&nlp, &assertions, r.clone(), &lk, &rows.derived)
+    }) {
+        let (batch, claimed) = part?;
+        parts.push(batch);
+        claimed_pairs.push(claimed);
+    }
+    let tables: Vec<usize> = (0..EVENT_TABLES.len()).collect();
+    let claimed: Vec<IdSet> = parallel::map(&tables, |&t| {
+        claimed_pairs
+            .iter()
+            .flatten()
+            .filter(|(table, _)| *table == t)
+            .map(|(_, id)| *id)
+            .collect()
     });
-    let first = first.map_err(|_| DatasetError::Poisoned)??;
-    let (second, structured) = rest?;
-    let events = concat_batches(&event_schema(), [&first, &second, &structured])?;
+    let row_parts: Vec<RowPart> = tables
+        .iter()
+        .map(|&t| RowPart::Clinical(t))
+        .chain([RowPart::VisitsAndDeaths])
+        .collect();
+    for part in parallel::each(&row_parts, |&p| row_events(&rows, &claimed, &lk, p)) {
+        parts.push(part?);
+    }
+    let events = concat_batches(&event_schema(), &parts)?;
 
     let op = &rows.op;
     let column = |name| {
