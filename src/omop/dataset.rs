@@ -237,23 +237,7 @@ pub fn read_where(
     columns: &[&str],
     keep: Option<&KeepIf<'_>>,
 ) -> Result<RecordBatch, DatasetError> {
-    let path = dir(root, load_id)?.join(format!("{table}.parquet"));
-    let file = match File::open(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(if dir(root, load_id)?.is_dir() {
-                DatasetError::NoTable
-            } else {
-                DatasetError::NotFound
-            });
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
-    let groups = match keep {
-        Some(k) => row_groups_that_may_match(&builder, k),
-        None => (0..builder.metadata().num_row_groups()).collect(),
-    };
+    let (_, builder, groups) = open(root, load_id, table, keep)?;
     read_groups(builder, columns, keep, groups)
 }
 
@@ -266,15 +250,7 @@ pub fn read_where_split(
     columns: &[&str],
     keep: Option<&KeepIf<'_>>,
 ) -> Result<RecordBatch, DatasetError> {
-    let path = dir(root, load_id)?.join(format!("{table}.parquet"));
-    if !path.is_file() {
-        return read_where(root, load_id, table, columns, keep);
-    }
-    let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(&path)?)?;
-    let groups: Vec<usize> = match keep {
-        Some(k) => row_groups_that_may_match(&builder, k),
-        None => (0..builder.metadata().num_row_groups()).collect(),
-    };
+    let (path, builder, groups) = open(root, load_id, table, keep)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     if groups.len() < 2 || threads < 2 {
         return read_groups(builder, columns, keep, groups);
@@ -293,6 +269,33 @@ pub fn read_where_split(
         Some(b) => Ok(concat_batches(&b.schema(), &batches)?),
         None => read_groups(builder, columns, keep, Vec::new()),
     }
+}
+
+/// A table's file, its reader, and the row groups `keep` may match (all without a filter).
+fn open(
+    root: &Path,
+    load_id: &str,
+    table: &str,
+    keep: Option<&KeepIf<'_>>,
+) -> Result<(PathBuf, ParquetRecordBatchReaderBuilder<File>, Vec<usize>), DatasetError> {
+    let path = dir(root, load_id)?.join(format!("{table}.parquet"));
+    let file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(if dir(root, load_id)?.is_dir() {
+                DatasetError::NoTable
+            } else {
+                DatasetError::NotFound
+            });
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
+    let groups = match keep {
+        Some(k) => row_groups_that_may_match(&builder, k),
+        None => (0..builder.metadata().num_row_groups()).collect(),
+    };
+    Ok((path, builder, groups))
 }
 
 /// Reads `groups` of a file: the named columns (all when empty), rows filtered by `keep` inside
