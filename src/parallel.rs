@@ -1,10 +1,15 @@
 //! Data parallelism on scoped threads for the cohort path, whose passes are short (tens of
 //! milliseconds) and CPU-bound: a thread pool would add a dependency for no gain.
 
+/// The cores this process may use (1 when unknown).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// `f` over `items`, in order, split into one contiguous chunk per available core (the first
 /// on the calling thread). A panicking chunk propagates its panic, as a sequential map would.
 pub fn map<'a, T: Sync, R: Send>(items: &'a [T], f: impl Fn(&'a T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores();
     if threads < 2 || items.len() < 2 {
         return items.iter().map(&f).collect();
     }

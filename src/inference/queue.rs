@@ -126,8 +126,7 @@ struct Pending {
     incoming: Vec<WorkItem>,
     round: VecDeque<WorkItem>,
     closed: bool,
-    /// Single-threaded workers, and how many of them are running a batch.
-    narrow_workers: usize,
+    /// Single-threaded workers running a batch.
     narrow_busy: usize,
     /// The wide worker is running a batch (then nothing else may start).
     wide_busy: bool,
@@ -147,6 +146,8 @@ enum Role {
 struct Shared {
     pending: Mutex<Pending>,
     ready: Condvar,
+    /// Single-threaded workers (none: the wide session runs every batch).
+    narrow_workers: usize,
 }
 
 impl Shared {
@@ -193,11 +194,9 @@ impl BatchQueue {
             capacity,
         } = config;
         let shared = Arc::new(Shared {
-            pending: Mutex::new(Pending {
-                narrow_workers: sessions.narrow.len(),
-                ..Pending::default()
-            }),
+            pending: Mutex::new(Pending::default()),
             ready: Condvar::new(),
+            narrow_workers: sessions.narrow.len(),
         });
         let depth = Arc::new(AtomicUsize::new(0));
         let counters = Arc::new(Counters::default());
@@ -353,7 +352,7 @@ impl Worker {
                 // A lone request's few windows run faster one after another on all cores than
                 // side by side on one core each (the longest would set the pace).
                 let lone = p.narrow_busy == 0 && p.round.len() + p.incoming.len() <= LONE_WINDOWS;
-                let wanted = if p.narrow_workers == 0 || lone {
+                let wanted = if self.shared.narrow_workers == 0 || lone {
                     Role::Wide
                 } else {
                     Role::Narrow

@@ -101,7 +101,7 @@ impl OrtRuntime {
     /// Single-threaded worker sessions per loaded model (0 when one wide session does it all).
     fn narrow_workers(&self) -> usize {
         let workers = match (self.options.workers, self.options.device) {
-            (0, Device::Cpu) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            (0, Device::Cpu) => crate::parallel::cores(),
             (0, Device::Cuda) => 1,
             (n, _) => n,
         };
@@ -116,7 +116,7 @@ impl OrtRuntime {
     /// The sessions of one loaded model: the single-threaded workers and the wide one.
     pub fn sessions(&self, onnx: &Path) -> Result<Sessions, InferenceError> {
         let wide_threads = match self.options.threads {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            0 => crate::parallel::cores(),
             n => n,
         };
         Ok(Sessions {

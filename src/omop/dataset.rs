@@ -251,7 +251,7 @@ pub fn read_where_split(
     keep: Option<&KeepIf<'_>>,
 ) -> Result<RecordBatch, DatasetError> {
     let (path, builder, groups) = open(root, load_id, table, keep)?;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = crate::parallel::cores();
     if groups.len() < 2 || threads < 2 {
         return read_groups(builder, columns, keep, groups);
     }
