@@ -9,6 +9,7 @@ pub mod config;
 pub mod datafiles;
 pub mod decisions;
 pub mod deid;
+pub mod deidentifier;
 pub mod digest;
 pub mod eval;
 pub mod gateway;

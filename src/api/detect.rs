@@ -157,23 +157,7 @@ pub async fn analyze(
     })))
 }
 
-/// A warning when the model was not trained for `lang` (or does not say).
-pub fn language_warning(languages: Option<&[String]>, lang: &str) -> Option<Value> {
-    match languages {
-        Some(langs) if !langs.iter().any(|l| l == lang) => Some(json!({
-            "code": "language_not_covered",
-            "message": "The model was not trained for the requested language; recall may be low",
-            "lang": lang,
-            "model_languages": langs,
-        })),
-        None => Some(json!({
-            "code": "language_coverage_unknown",
-            "message": "The model does not declare its languages",
-            "lang": lang,
-        })),
-        _ => None,
-    }
-}
+pub use crate::deidentifier::language_warning;
 
 pub async fn pii_extract(
     State(state): State<AppState>,

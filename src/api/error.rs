@@ -100,6 +100,29 @@ impl From<InferenceError> for ApiError {
     }
 }
 
+impl From<crate::deidentifier::DeidError> for ApiError {
+    fn from(e: crate::deidentifier::DeidError) -> Self {
+        use crate::deidentifier::DeidError;
+        match e {
+            DeidError::Invalid(conflicts) => Self::Validation(
+                conflicts
+                    .into_iter()
+                    .map(|c| {
+                        Violation::new(
+                            &[json!("body"), json!(c.field)],
+                            c.kind,
+                            c.message,
+                            c.allowed.map(|a| json!({ "allowed": a })),
+                        )
+                    })
+                    .collect(),
+            ),
+            DeidError::Inference(e) => e.into(),
+            DeidError::Internal(why) => Self::Internal(why),
+        }
+    }
+}
+
 impl From<StageError> for ApiError {
     fn from(e: StageError) -> Self {
         match e {

@@ -3,7 +3,6 @@
 //! document through the same engine as /pii/deidentify.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Json;
 use axum::body::Bytes;
@@ -14,33 +13,23 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::body::read_json_limited;
-use super::deidentify::{DeidOptions, DeidSetup, EntityShaper};
 use super::detect::keep_alive_of;
 use super::error::ApiError;
 use super::schemas;
 use super::state::AppState;
 use super::validate::Violation;
-use crate::config::Settings;
-use crate::deid::policy::{Method, Policies};
-use crate::inference::ModelRegistry;
+use crate::deid::policy::Method;
+use crate::deidentifier::{DeidError, DeidOptions, Deidentifier, Subject};
 use crate::jobs::{
     BoxFut, DocError, JobError, Jobs, NewDocument, NewJob, ProcessedDoc, Processor, WebhookConfig,
 };
-use crate::pipeline::Pipelines;
-use crate::streaming;
 
-/// De-identifies job documents with the request's options, through the shared model queue.
+/// De-identifies job documents with the request's options, through the core.
 pub struct JobProcessor {
-    pub settings: Arc<Settings>,
-    pub registry: Arc<ModelRegistry>,
-    pub pipelines: Arc<Pipelines>,
-    pub policies: Arc<Policies>,
+    pub deid: Arc<Deidentifier>,
 }
 
-/// How long a document waits, in all, for a busy model queue before it fails.
-const BUSY_PATIENCE: Duration = Duration::from_secs(300);
-
-fn doc_error(e: &ApiError) -> DocError {
+fn doc_error(e: ApiError) -> DocError {
     let (code, message) = e.code_and_message();
     DocError {
         code: code.into(),
@@ -54,51 +43,25 @@ impl JobProcessor {
             code: "invalid_options".into(),
             message: "The stored job options do not parse".into(),
         })?;
-        let setup = DeidSetup::new(&self.settings, &self.pipelines, &self.policies, &o)
-            .map_err(|e| doc_error(&e))?;
-        let text: Arc<str> = Arc::from(text);
-        let keep_alive = keep_alive_of(&options);
-        let started = tokio::time::Instant::now();
-        let done = loop {
-            let attempt = async {
-                let model = setup.model(&self.registry, keep_alive).await?;
-                let done = streaming::deidentify(
-                    setup.pipeline.clone(),
-                    model.arc(),
-                    setup.opts.clone(),
-                    text.clone(),
-                    &setup.resolved.plan,
-                )
-                .await?;
-                Ok::<_, ApiError>(done)
-            };
-            match attempt.await {
-                Ok(done) => break done,
-                // A full queue is back-pressure, not a verdict on the document: wait and retry.
-                Err(ApiError::Busy {
-                    retry_after_secs, ..
-                }) if started.elapsed() < BUSY_PATIENCE => {
-                    tokio::time::sleep(Duration::from_secs(retry_after_secs.max(1))).await;
-                }
-                Err(e) => return Err(doc_error(&e)),
-            }
-        };
-        let mut shaper = EntityShaper::default();
-        shaper.push(
-            &done.spans.original,
-            0,
-            &done.spans.spans,
-            &done.outcome.text,
-            &done.outcome.redactions,
-        );
-        let labels = shaper
+        let deid = &self.deid;
+        let fail = |e: DeidError| doc_error(e.into());
+        let setup = deid.prepare(&o).map_err(fail)?;
+        let model = deid
+            .model(&setup, keep_alive_of(&options))
+            .await
+            .map_err(fail)?;
+        let done = deid
+            .run_patiently(&setup, &model, Arc::from(text), Subject::default())
+            .await
+            .map_err(fail)?;
+        let labels = done
             .counts
             .iter()
             .flat_map(|(label, n)| std::iter::repeat_n(label.to_string(), *n))
             .collect();
         Ok(ProcessedDoc {
-            text: done.outcome.text,
-            entities: json!(shaper.entities),
+            text: done.text,
+            entities: json!(done.entities),
             labels,
         })
     }
@@ -250,7 +213,7 @@ pub async fn create(State(state): State<AppState>, req: Request) -> Result<Respo
         )
     })?;
     // Resolve now: conflicts are the caller's 422, not a failed job later.
-    let setup = DeidSetup::new(&state.settings, &state.pipelines, &state.policies, &parsed)?;
+    let setup = state.deid.prepare(&parsed)?;
     let installed = state.registry.installed();
     if !installed.contains(&setup.model_name) {
         return Err(ApiError::ModelNotFound {

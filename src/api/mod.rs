@@ -30,14 +30,11 @@ pub use error::ApiError;
 pub use state::{AppState, Readiness};
 
 use crate::config::Settings;
-use crate::deid::policy::Policies;
-use crate::inference::{
-    KeepAlive, ModelRegistry, OrtRuntime, RegistryLimits, SessionOptions, spawn_reaper,
-};
-use crate::pipeline::Pipelines;
+use crate::deidentifier::Deidentifier;
+use crate::inference::KeepAlive;
 
 /// The pipelines the routes need.
-pub const REQUIRED_PIPELINES: &[&str] = &["analyze", "pii_extract", "pii_deidentify"];
+pub use crate::deidentifier::REQUIRED_PIPELINES;
 
 /// Every route of the interface, from the catalog.
 pub fn router(state: AppState) -> Router {
@@ -72,11 +69,7 @@ pub enum StartError {
     #[error("{0}")]
     Settings(String),
     #[error(transparent)]
-    Inference(#[from] crate::inference::InferenceError),
-    #[error(transparent)]
-    Pipeline(#[from] crate::pipeline::PipelineError),
-    #[error(transparent)]
-    Policy(#[from] crate::deid::policy::PolicyError),
+    Engine(#[from] crate::deidentifier::BuildError),
     #[error("job store: {0}")]
     Jobs(#[from] crate::jobs::JobError),
     #[error("authentication settings: {0}")]
@@ -102,9 +95,7 @@ pub fn build_state_without_jobs(settings: Settings) -> Result<AppState, StartErr
 
 fn open_jobs(
     settings: &Arc<Settings>,
-    registry: &Arc<ModelRegistry>,
-    pipelines: &Arc<Pipelines>,
-    policies: &Arc<Policies>,
+    deid: &Arc<Deidentifier>,
 ) -> Result<Arc<crate::jobs::Jobs>, StartError> {
     use base64::Engine;
     let seal_key = match &settings.jobs_seal_key {
@@ -136,12 +127,7 @@ fn open_jobs(
         webhook_allowed_hosts: settings.webhook_allowed_hosts.clone(),
         seal_key,
     };
-    let processor = Arc::new(jobs::JobProcessor {
-        settings: settings.clone(),
-        registry: registry.clone(),
-        pipelines: pipelines.clone(),
-        policies: policies.clone(),
-    });
+    let processor = Arc::new(jobs::JobProcessor { deid: deid.clone() });
     Ok(crate::jobs::Jobs::open(job_settings, Arc::new(processor))?)
 }
 
@@ -180,36 +166,15 @@ fn tls_server(settings: &Settings) -> Result<Option<Arc<crate::tls::TlsServer>>,
 }
 
 fn build(settings: Settings, with_jobs: bool) -> Result<AppState, StartError> {
-    let default_keep_alive = KeepAlive::parse(&settings.keep_alive)
-        .map_err(|why| StartError::Settings(format!("SERVICE_KEEP_ALIVE: {why}")))?;
-    let runtime = OrtRuntime::init(
-        &settings.ort_library_path(),
-        SessionOptions {
-            device: settings.device,
-            cuda_device_id: settings.cuda_device_id,
-            threads: settings.ort_threads,
-            workers: settings.infer_workers,
-        },
-    )?;
-    let pipelines = Pipelines::load(&settings.pipelines_dir, REQUIRED_PIPELINES)?;
-    let policies = Policies::load(&settings.pipelines_dir.join("policies"))?;
-    let registry = ModelRegistry::new(
-        runtime,
-        settings.models_dir.clone(),
-        RegistryLimits {
-            default_keep_alive,
-            max_resident: settings.max_resident_models,
-            memory_budget: settings.model_memory_budget_bytes,
-            batch_token_budget: settings.batch_token_budget,
-            batch_max_padding: settings.batch_max_padding,
-            queue_capacity: settings.queue_capacity,
-        },
+    let deid = Arc::new(Deidentifier::build(settings)?);
+    let (settings, registry, pipelines, policies) = (
+        deid.settings().clone(),
+        deid.registry().clone(),
+        deid.pipelines().clone(),
+        deid.policies().clone(),
     );
-    spawn_reaper(registry.clone());
-    let (settings, pipelines, policies) =
-        (Arc::new(settings), Arc::new(pipelines), Arc::new(policies));
     let jobs = if with_jobs {
-        Some(open_jobs(&settings, &registry, &pipelines, &policies)?)
+        Some(open_jobs(&settings, &deid)?)
     } else {
         None
     };
@@ -228,6 +193,7 @@ fn build(settings: Settings, with_jobs: bool) -> Result<AppState, StartError> {
         registry,
         pipelines,
         policies,
+        deid,
         readiness: Arc::new(Readiness::default()),
         jobs,
     };

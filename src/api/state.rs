@@ -14,6 +14,8 @@ pub struct AppState {
     pub registry: Arc<ModelRegistry>,
     pub pipelines: Arc<Pipelines>,
     pub policies: Arc<Policies>,
+    /// The de-identification core every de-identifying route and job goes through.
+    pub deid: Arc<crate::deidentifier::Deidentifier>,
     pub readiness: Arc<Readiness>,
     pub auth: Arc<crate::auth::Authenticator>,
     /// HTTPS (and mutual TLS) when configured.

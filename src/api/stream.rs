@@ -17,13 +17,13 @@ use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
 use super::body::read_json_limited;
-use super::deidentify::{DeidOptions, DeidSetup, EntityShaper};
 use super::detect::{keep_alive_of, language_warning, now_rfc3339};
 use super::error::{ApiError, request_id};
 use super::schemas;
 use super::state::AppState;
 use crate::deid::canonical_label;
 use crate::deid::operators::{Redaction, Rewriter};
+use crate::deidentifier::{DeidOptions, EntityShaper};
 use crate::stages::{CharIndex, RunOptions, RunStats, Source, StageError};
 use crate::streaming::{self, Committed, StreamParams};
 
@@ -418,8 +418,8 @@ pub async fn deidentify_stream(
     let (text, o, raw) =
         read_text_and_options::<DeidStreamOptions>(req, &state, &schemas::PII_DEIDENTIFY_STREAM)
             .await?;
-    let setup = DeidSetup::new(&state.settings, &state.pipelines, &state.policies, &o.deid)?;
-    let model = setup.model(&state.registry, keep_alive_of(&raw)).await?;
+    let setup = state.deid.prepare(&o.deid)?;
+    let model = state.deid.model(&setup, keep_alive_of(&raw)).await?;
     let warnings = setup.warnings(&model);
     let chunk_chars = o.chunk_size.unwrap_or(1024);
     let params = StreamParams {

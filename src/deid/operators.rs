@@ -40,6 +40,15 @@ impl Key {
         Ok(Self(k))
     }
 
+    /// A subject's date shift (non-zero, -365..=365 days): a keyed HMAC of its id, so every
+    /// run and every machine with the same key shifts that subject's dates alike.
+    pub fn subject_shift_days(&self, subject: &str) -> i64 {
+        let m = self.mac(&["date-shift", subject]);
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&m[..8]);
+        offset_from(u64::from_le_bytes(b))
+    }
+
     fn mac(&self, parts: &[&str]) -> [u8; 32] {
         let mut m =
             <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC takes keys of any length");
