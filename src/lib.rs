@@ -12,6 +12,7 @@ pub mod deid;
 pub mod deidentifier;
 pub mod digest;
 pub mod eval;
+pub mod fhir;
 pub mod gateway;
 pub mod idhash;
 pub mod inference;

@@ -18,7 +18,7 @@ const MIN_CHARS: usize = 3;
 const MIN_DIGITS: usize = 5;
 
 /// One known identifier: its value as the structured data writes it, and the canonical label
-/// its spans get (`FIRST_NAME`, `LAST_NAME`, `ID`, `PHONE`, `STREET_ADDRESS`, `CITY`, `DATE`...).
+/// its spans get (`FIRST_NAME`, `LAST_NAME`, `OTHER_IDENTIFIER`, `PHONE`, `STREET_ADDRESS`, `CITY`, `DATE`...).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct KnownIdentifier {
     pub value: String,

@@ -115,6 +115,16 @@ pub struct Subject<'a> {
     pub known: &'a [KnownIdentifier],
 }
 
+/// The spans found in one text, before any rewriting.
+#[derive(Debug)]
+pub struct Detected {
+    pub text: Arc<str>,
+    /// Byte offsets into `text`, sorted and disjoint.
+    pub spans: Vec<crate::stages::Span>,
+    pub stats: RunStats,
+    pub known_added: usize,
+}
+
 /// A de-identified text.
 #[derive(Debug)]
 pub struct Deidentification {
@@ -282,6 +292,28 @@ impl Deidentifier {
         Ok(self.registry.acquire(&p.model_name, keep_alive).await?)
     }
 
+    /// The spans of one text: detected, plus every occurrence of the subject's known
+    /// identifiers; sorted and disjoint (byte offsets). Also the run's counts and how many
+    /// spans only the known identifiers gave.
+    pub async fn detect(
+        &self,
+        p: &Prepared,
+        model: &ModelHandle,
+        text: Arc<str>,
+        subject: Subject<'_>,
+    ) -> Result<Detected, DeidError> {
+        let spans =
+            streaming::detect(p.pipeline.clone(), model.arc(), p.opts.clone(), text).await?;
+        let (found, known_added) =
+            known::merge(spans.spans, known::find(&spans.original, subject.known));
+        Ok(Detected {
+            text: spans.original,
+            spans: found,
+            stats: spans.stats,
+            known_added,
+        })
+    }
+
     /// De-identifies one text with prepared options and a loaded model.
     pub async fn run(
         &self,
@@ -290,17 +322,14 @@ impl Deidentifier {
         text: Arc<str>,
         subject: Subject<'_>,
     ) -> Result<Deidentification, DeidError> {
-        let spans =
-            streaming::detect(p.pipeline.clone(), model.arc(), p.opts.clone(), text).await?;
-        let (found, known_added) =
-            known::merge(spans.spans, known::find(&spans.original, subject.known));
+        let found = self.detect(p, model, text, subject).await?;
         let plan = self.plan_for(p, subject.id);
-        let outcome = operators::apply(&spans.original, &streaming::targets(&found, 0), &plan);
+        let outcome = operators::apply(&found.text, &streaming::targets(&found.spans, 0), &plan);
         let mut shaper = EntityShaper::default();
         shaper.push(
-            &spans.original,
+            &found.text,
             0,
-            &found,
+            &found.spans,
             &outcome.text,
             &outcome.redactions,
         );
@@ -309,8 +338,8 @@ impl Deidentifier {
             entities: shaper.entities,
             counts: shaper.counts,
             mapping: outcome.mapping,
-            stats: spans.stats,
-            known_added,
+            stats: found.stats,
+            known_added: found.known_added,
             shift_days: (plan.method == Method::ShiftDates).then_some(plan.shift_days),
         })
     }
