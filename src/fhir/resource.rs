@@ -92,6 +92,9 @@ pub struct Done {
     pub known_added: usize,
     /// Fields dropped (photos, attachment URLs, references to nothing de-identifiable).
     pub removed: usize,
+    /// The de-identified free text (strings and attachments; not the narrative, which
+    /// mostly repeats the structured data), in the resource's order.
+    pub free_text: Vec<String>,
 }
 
 /// De-identifies resources with prepared options, a loaded model and the pseudonym key.
@@ -197,6 +200,7 @@ impl ResourceDeidentifier {
             spans: 0,
             known_added: 0,
             removed,
+            free_text: Vec::new(),
         };
         let s = Subject {
             id: Some(&subject),
@@ -210,6 +214,9 @@ impl ResourceDeidentifier {
             let Some(target) = resource.pointer_mut(&slot.pointer) else {
                 continue;
             };
+            if !matches!(slot.kind, SlotKind::Narrative(_)) {
+                done.free_text.push(new.clone());
+            }
             if let SlotKind::Attachment = slot.kind {
                 let encoded = base64::engine::general_purpose::STANDARD.encode(new.as_bytes());
                 *target = Value::String(encoded);

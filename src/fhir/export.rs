@@ -1,0 +1,550 @@
+//! A bulk export (NDJSON files, gzip or not) de-identified into one NDJSON file and one
+//! Parquet table per resource type. The same code serves files already on disk
+//! (`phiflow fhir deidentify`) and files downloaded by an ingestion job, so both give the same
+//! output for the same resources.
+//!
+//! 1. **Index**: every Patient and RelatedPerson is read first, so each patient's names,
+//!    identifiers, phones, address and birth date are known before any of their notes.
+//! 2. **Parts**: each input file becomes a part (its de-identified resources in input order
+//!    and its rejections), written atomically; a part whose input has not changed is not
+//!    redone, so a restart after kill -9 resumes where it stopped.
+//! 3. **Assembly**: the parts, in input order, become `<Type>.ndjson` and `<Type>.parquet`
+//!    (each written atomically) and the summary records their sha256.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::files::{self, AtomicFile, Written};
+use super::patients::PatientIndex;
+use super::resource::{Rejected, ResourceDeidentifier};
+use super::table::TableWriter;
+
+/// Resources de-identified at once: enough free text to keep the model's batches full.
+const IN_FLIGHT: usize = 64;
+/// Where parts live, inside the output folder.
+pub const PARTS_DIR: &str = ".phiflow-parts";
+
+/// One input file: a stable name (for the summary and resuming) and where it is.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Source {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+/// Why an export stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("reading {name}: {source}")]
+    Read { name: String, source: io::Error },
+    #[error("writing the output: {0}")]
+    Write(#[from] io::Error),
+    #[error("writing a Parquet table: {0}")]
+    Parquet(#[from] parquet::errors::ParquetError),
+    #[error("a part record is unreadable: {0}")]
+    Part(String),
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// Counters shared with whoever reports progress.
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub files_done: AtomicU64,
+    pub resources: AtomicU64,
+    pub bytes: AtomicU64,
+    pub rejected: AtomicU64,
+    pub cancelled: std::sync::atomic::AtomicBool,
+}
+
+/// A resource that was not passed on: where it was and why. Never its content.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RejectionRecord {
+    pub source: String,
+    pub line: u64,
+    pub resource_type: Option<String>,
+    pub reason: String,
+    /// sha256 of the line, to find it in the source without copying it.
+    pub sha256: String,
+}
+
+/// What one input file gave.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PartRecord {
+    pub source: String,
+    pub source_sha256: String,
+    pub resources: BTreeMap<String, u64>,
+    pub rejections: Vec<RejectionRecord>,
+    pub texts: u64,
+    pub spans: u64,
+    pub known_added: u64,
+    pub removed: u64,
+    pub data: Written,
+}
+
+/// One output file.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OutputFile {
+    pub resource_type: String,
+    pub path: String,
+    pub resources: u64,
+    pub sha256: String,
+    pub bytes: u64,
+}
+
+/// The outcome of an export.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Summary {
+    pub files: u64,
+    pub patients_indexed: u64,
+    pub resources: BTreeMap<String, u64>,
+    pub resources_total: u64,
+    pub rejections: Vec<RejectionRecord>,
+    pub rejections_by_reason: BTreeMap<String, u64>,
+    pub free_text_fields: u64,
+    pub spans_rewritten: u64,
+    pub spans_from_structured_data: u64,
+    pub fields_removed: u64,
+    pub outputs: Vec<OutputFile>,
+}
+
+/// A line of a part file: the type, the patient pseudonym, the free text and the resource.
+#[derive(Serialize)]
+struct PartLineOut<'a> {
+    t: &'a str,
+    p: Option<&'a str>,
+    x: Option<String>,
+    r: &'a Value,
+}
+
+#[derive(Deserialize)]
+struct PartLineIn<'a> {
+    t: String,
+    p: Option<String>,
+    x: Option<String>,
+    #[serde(borrow)]
+    r: &'a RawValue,
+}
+
+/// Opens an input file, decompressing `.gz`.
+fn open(source: &Source) -> Result<Box<dyn BufRead + Send>, ExportError> {
+    let read = |e| ExportError::Read {
+        name: source.name.clone(),
+        source: e,
+    };
+    let f = File::open(&source.path).map_err(read)?;
+    let gz = source
+        .path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gz"));
+    Ok(if gz {
+        Box::new(BufReader::with_capacity(
+            1 << 20,
+            flate2::read::MultiGzDecoder::new(f),
+        ))
+    } else {
+        Box::new(BufReader::with_capacity(1 << 20, f))
+    })
+}
+
+/// Calls `f` with each non-empty line (1-based number, bytes without the newline).
+fn each_line(
+    source: &Source,
+    mut f: impl FnMut(u64, &[u8]) -> Result<(), ExportError>,
+) -> Result<(), ExportError> {
+    let mut r = open(source)?;
+    let mut buf = Vec::new();
+    let mut n = 0u64;
+    loop {
+        buf.clear();
+        let got = r
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| ExportError::Read {
+                name: source.name.clone(),
+                source: e,
+            })?;
+        if got == 0 {
+            return Ok(());
+        }
+        n += 1;
+        let line = buf.trim_ascii();
+        if !line.is_empty() {
+            f(n, line)?;
+        }
+    }
+}
+
+/// Pass 1: the patient index from every Patient and RelatedPerson of the sources.
+pub fn index(sources: &[Source]) -> Result<PatientIndex, ExportError> {
+    let mut idx = PatientIndex::default();
+    for s in sources {
+        each_line(s, |_, line| {
+            // Most lines are neither: skip them without parsing.
+            let hay = line.get(..line.len().min(256)).unwrap_or(line);
+            let maybe = memfind(hay, b"\"Patient\"") || memfind(hay, b"\"RelatedPerson\"");
+            if maybe || memfind(line, b"\"resourceType\":\"Patient\"") {
+                if let Ok(v) = serde_json::from_slice::<Value>(line) {
+                    idx.learn(&v);
+                }
+            }
+            Ok(())
+        })?;
+    }
+    Ok(idx)
+}
+
+fn memfind(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+fn sha256_hex(b: &[u8]) -> String {
+    crate::digest::sha256_hex(b)
+}
+
+/// The de-identification of one export into one output folder.
+#[derive(Clone)]
+pub struct Exporter {
+    rd: Arc<ResourceDeidentifier>,
+    output: PathBuf,
+    parts: PathBuf,
+}
+
+impl Exporter {
+    pub fn new(rd: Arc<ResourceDeidentifier>, output: &Path) -> Result<Self, ExportError> {
+        fs::create_dir_all(output)?;
+        let parts = output.join(PARTS_DIR);
+        files::create_private_dir(&parts)?;
+        files::remove_temporaries(output)?;
+        files::remove_temporaries(&parts)?;
+        Ok(Self {
+            rd,
+            output: output.to_path_buf(),
+            parts,
+        })
+    }
+
+    fn part_paths(&self, i: usize) -> (PathBuf, PathBuf) {
+        (
+            self.parts.join(format!("part-{i:05}.ndjson")),
+            self.parts.join(format!("part-{i:05}.json")),
+        )
+    }
+
+    /// The finished part of source `i`, when its input has not changed since.
+    pub fn finished_part(&self, i: usize, source: &Source) -> Option<PartRecord> {
+        let (data, record) = self.part_paths(i);
+        let rec: PartRecord = serde_json::from_slice(&fs::read(record).ok()?).ok()?;
+        let same_source = rec.source == source.name
+            && files::sha256_file(&source.path).ok()? == rec.source_sha256;
+        let same_data = files::sha256_file(&data).ok()? == rec.data.sha256;
+        (same_source && same_data).then_some(rec)
+    }
+
+    /// Pass 2 for one source: its part, done now or found done before.
+    pub async fn part(
+        &self,
+        i: usize,
+        source: &Source,
+        index: &Arc<PatientIndex>,
+        progress: &Progress,
+    ) -> Result<PartRecord, ExportError> {
+        if let Some(done) = self.finished_part(i, source) {
+            progress
+                .resources
+                .fetch_add(done.resources.values().sum::<u64>(), Ordering::Relaxed);
+            progress
+                .rejected
+                .fetch_add(done.rejections.len() as u64, Ordering::Relaxed);
+            progress.files_done.fetch_add(1, Ordering::Relaxed);
+            return Ok(done);
+        }
+        let source_sha256 = files::sha256_file(&source.path).map_err(|e| ExportError::Read {
+            name: source.name.clone(),
+            source: e,
+        })?;
+        let (data_path, record_path) = self.part_paths(i);
+        let mut data = AtomicFile::create(&data_path)?;
+        let mut rec = PartRecord {
+            source: source.name.clone(),
+            source_sha256,
+            resources: BTreeMap::new(),
+            rejections: Vec::new(),
+            texts: 0,
+            spans: 0,
+            known_added: 0,
+            removed: 0,
+            data: Written {
+                sha256: String::new(),
+                bytes: 0,
+            },
+        };
+        // Lines are read on a blocking thread and de-identified IN_FLIGHT at a time; results
+        // are written back in input order.
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<(u64, Vec<u8>)>(IN_FLIGHT);
+        let reader = {
+            let source = source.clone();
+            tokio::task::spawn_blocking(move || {
+                each_line(&source, |n, line| {
+                    tx.blocking_send((n, line.to_vec()))
+                        .map_err(|_| ExportError::Cancelled)
+                })
+            })
+        };
+        type Outcome = (u64, String, Result<super::resource::Done, Rejected>);
+        let mut tasks: tokio::task::JoinSet<Outcome> = tokio::task::JoinSet::new();
+        let mut ready: BTreeMap<u64, (String, Result<super::resource::Done, Rejected>)> =
+            BTreeMap::new();
+        let mut order: std::collections::VecDeque<u64> = std::collections::VecDeque::new();
+        let mut reading = true;
+        loop {
+            if progress.cancelled.load(Ordering::Relaxed) {
+                tasks.abort_all();
+                return Err(ExportError::Cancelled);
+            }
+            tokio::select! {
+                line = rx.recv(), if reading && tasks.len() < IN_FLIGHT => match line {
+                    Some((n, bytes)) => {
+                        order.push_back(n);
+                        progress.bytes.fetch_add(bytes.len() as u64 + 1, Ordering::Relaxed);
+                        let (rd, index) = (self.rd.clone(), index.clone());
+                        tasks.spawn(async move {
+                            let hash = sha256_hex(&bytes);
+                            let r = match std::str::from_utf8(&bytes) {
+                                Ok(line) => rd.line(line, &index).await,
+                                Err(_) => Err(Rejected {
+                                    reason: super::resource::Rejection::InvalidJson,
+                                    resource_type: None,
+                                }),
+                            };
+                            (n, hash, r)
+                        });
+                    }
+                    None => reading = false,
+                },
+                done = tasks.join_next(), if !tasks.is_empty() => match done {
+                    Some(Ok((n, hash, r))) => {
+                        ready.insert(n, (hash, r));
+                    }
+                    Some(Err(e)) => {
+                        return Err(ExportError::Part(format!("a resource task failed: {e}")));
+                    }
+                    None => {}
+                },
+                else => break,
+            }
+            while let Some(&next) = order.front() {
+                let Some((hash, r)) = ready.remove(&next) else {
+                    break;
+                };
+                order.pop_front();
+                match r {
+                    Ok(done) => {
+                        let text = (!done.free_text.is_empty()).then(|| done.free_text.join("\n"));
+                        serde_json::to_writer(
+                            &mut data,
+                            &PartLineOut {
+                                t: &done.resource_type,
+                                p: done.patient.as_deref(),
+                                x: text,
+                                r: &done.resource,
+                            },
+                        )
+                        .map_err(io::Error::other)?;
+                        data.write_all(b"\n")?;
+                        *rec.resources.entry(done.resource_type).or_default() += 1;
+                        rec.texts += done.texts as u64;
+                        rec.spans += done.spans as u64;
+                        rec.known_added += done.known_added as u64;
+                        rec.removed += done.removed as u64;
+                        progress.resources.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(rej) => {
+                        rec.rejections.push(RejectionRecord {
+                            source: source.name.clone(),
+                            line: next,
+                            resource_type: rej.resource_type,
+                            reason: rej.reason.code().to_string(),
+                            sha256: hash,
+                        });
+                        progress.rejected.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        reader
+            .await
+            .map_err(|e| ExportError::Part(format!("the reader failed: {e}")))??;
+        rec.data = data.commit()?;
+        let mut record = AtomicFile::create(&record_path)?;
+        serde_json::to_writer(&mut record, &rec).map_err(io::Error::other)?;
+        record.commit()?;
+        progress.files_done.fetch_add(1, Ordering::Relaxed);
+        Ok(rec)
+    }
+
+    /// Pass 3: the parts, in order, into one NDJSON file and one Parquet table per type.
+    pub fn assemble(&self, parts: &[PartRecord]) -> Result<Vec<OutputFile>, ExportError> {
+        struct Out {
+            ndjson: AtomicFile,
+            table: TableWriter,
+            count: u64,
+        }
+        let mut outs: HashMap<String, Out> = HashMap::new();
+        for i in 0..parts.len() {
+            let (data, _) = self.part_paths(i);
+            let mut r = BufReader::with_capacity(1 << 20, File::open(&data)?);
+            let mut buf = String::new();
+            loop {
+                buf.clear();
+                if r.read_line(&mut buf)? == 0 {
+                    break;
+                }
+                let line: PartLineIn = serde_json::from_str(buf.trim_end())
+                    .map_err(|e| ExportError::Part(e.to_string()))?;
+                if !super::types::is_known(&line.t) {
+                    return Err(ExportError::Part("unknown type in a part".into()));
+                }
+                let out = match outs.get_mut(&line.t) {
+                    Some(o) => o,
+                    None => {
+                        let ndjson =
+                            AtomicFile::create(&self.output.join(format!("{}.ndjson", line.t)))?;
+                        let table =
+                            TableWriter::create(&self.output.join(format!("{}.parquet", line.t)))?;
+                        outs.entry(line.t.clone()).or_insert(Out {
+                            ndjson,
+                            table,
+                            count: 0,
+                        })
+                    }
+                };
+                let json = line.r.get();
+                out.ndjson.write_all(json.as_bytes())?;
+                out.ndjson.write_all(b"\n")?;
+                let value: Value =
+                    serde_json::from_str(json).map_err(|e| ExportError::Part(e.to_string()))?;
+                out.table
+                    .push(&value, json, line.p.as_deref(), line.x.as_deref())?;
+                out.count += 1;
+            }
+        }
+        let mut types: Vec<String> = outs.keys().cloned().collect();
+        types.sort();
+        let mut files = Vec::new();
+        for t in types {
+            let Some(o) = outs.remove(&t) else { continue };
+            let n = o.ndjson.commit()?;
+            let p = o.table.commit()?;
+            for (ext, w) in [("ndjson", n), ("parquet", p)] {
+                files.push(OutputFile {
+                    resource_type: t.clone(),
+                    path: format!("{t}.{ext}"),
+                    resources: o.count,
+                    sha256: w.sha256,
+                    bytes: w.bytes,
+                });
+            }
+        }
+        Ok(files)
+    }
+
+    /// Removes the parts (after the summary is safe).
+    pub fn clean(&self) -> io::Result<()> {
+        match fs::remove_dir_all(&self.parts) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// All three passes over `sources` (sorted by name first, so input order is stable).
+    pub async fn run(
+        &self,
+        sources: &[Source],
+        progress: &Progress,
+    ) -> Result<Summary, ExportError> {
+        let list = sources.to_vec();
+        let index = tokio::task::spawn_blocking(move || index(&list))
+            .await
+            .map_err(|e| ExportError::Part(format!("indexing failed: {e}")))??;
+        let index = Arc::new(index);
+        let mut parts = Vec::with_capacity(sources.len());
+        for (i, s) in sources.iter().enumerate() {
+            parts.push(self.part(i, s, &index, progress).await?);
+        }
+        // Assembly is blocking file work.
+        let (me, p) = (self.clone(), parts.clone());
+        let outputs = tokio::task::spawn_blocking(move || me.assemble(&p))
+            .await
+            .map_err(|e| ExportError::Part(format!("assembly failed: {e}")))??;
+        Ok(summarize(&parts, index.patients() as u64, outputs))
+    }
+}
+
+/// The summary of finished parts and outputs.
+pub fn summarize(parts: &[PartRecord], patients: u64, outputs: Vec<OutputFile>) -> Summary {
+    let mut s = Summary {
+        files: parts.len() as u64,
+        patients_indexed: patients,
+        resources: BTreeMap::new(),
+        resources_total: 0,
+        rejections: Vec::new(),
+        rejections_by_reason: BTreeMap::new(),
+        free_text_fields: 0,
+        spans_rewritten: 0,
+        spans_from_structured_data: 0,
+        fields_removed: 0,
+        outputs,
+    };
+    for p in parts {
+        for (t, n) in &p.resources {
+            *s.resources.entry(t.clone()).or_default() += n;
+            s.resources_total += n;
+        }
+        for r in &p.rejections {
+            *s.rejections_by_reason.entry(r.reason.clone()).or_default() += 1;
+        }
+        s.rejections.extend(p.rejections.iter().cloned());
+        s.free_text_fields += p.texts;
+        s.spans_rewritten += p.spans;
+        s.spans_from_structured_data += p.known_added;
+        s.fields_removed += p.removed;
+    }
+    s
+}
+
+/// The NDJSON files (`*.ndjson`, `*.ndjson.gz`, `*.jsonl`) of a folder, sorted by name.
+pub fn sources_in(dir: &Path) -> io::Result<Vec<Source>> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir)? {
+        let e = e?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let lower = name.to_ascii_lowercase();
+        let is_ndjson = [".ndjson", ".ndjson.gz", ".jsonl", ".jsonl.gz"]
+            .iter()
+            .any(|s| lower.ends_with(s));
+        if is_ndjson && e.file_type()?.is_file() {
+            out.push(Source {
+                name,
+                path: e.path(),
+            });
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// Bytes of all sources (for progress).
+pub fn total_bytes(sources: &[Source]) -> u64 {
+    sources
+        .iter()
+        .filter_map(|s| fs::metadata(&s.path).ok())
+        .map(|m| m.len())
+        .sum()
+}
