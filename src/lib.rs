@@ -11,6 +11,7 @@ pub mod decisions;
 pub mod deid;
 pub mod digest;
 pub mod eval;
+pub mod fhir;
 pub mod gateway;
 pub mod idhash;
 pub mod inference;
