@@ -8,7 +8,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -182,7 +182,7 @@ struct Inner {
     inflight: AtomicUsize,
     peak_inflight: AtomicUsize,
     bytes_total: AtomicU64,
-    progress: Option<Arc<dyn ProgressHook>>,
+    progress: OnceLock<Arc<dyn ProgressHook>>,
 }
 
 /// The Bulk Data client. Cheap to clone; clones share the download limit and the token.
@@ -290,17 +290,15 @@ impl BulkClient {
                 inflight: AtomicUsize::new(0),
                 peak_inflight: AtomicUsize::new(0),
                 bytes_total: AtomicU64::new(0),
-                progress: None,
+                progress: OnceLock::new(),
             }),
         })
     }
 
-    /// Reports download progress to `hook`. Call before the first download (the hook is part
-    /// of the client's shared state).
-    pub fn with_progress(mut self, hook: Arc<dyn ProgressHook>) -> Self {
-        if let Some(inner) = Arc::get_mut(&mut self.inner) {
-            inner.progress = Some(hook);
-        }
+    /// Reports download progress to `hook`, for this client and its clones. The first hook
+    /// set stays; later calls change nothing.
+    pub fn with_progress(self, hook: Arc<dyn ProgressHook>) -> Self {
+        let _ = self.inner.progress.set(hook);
         self
     }
 
@@ -581,7 +579,7 @@ impl BulkClient {
             };
             let mut request = inner.http.request(method.clone(), url.clone());
             for (name, value) in headers {
-                request = request.header(name, *value);
+                request = request.header(name.clone(), *value);
             }
             if let Some(token) = &token {
                 request = request.header(AUTHORIZATION, bearer_header(token)?);
@@ -859,7 +857,7 @@ impl FileStream {
     }
 
     fn report(&self, bytes: u64, lines: u64) {
-        if let Some(hook) = &self.client.inner.progress {
+        if let Some(hook) = self.client.inner.progress.get() {
             hook.downloaded(&self.file, bytes, lines);
         }
     }
