@@ -134,8 +134,14 @@ async fn full_export_survives_every_scripted_fault() {
     assert_eq!(updates.len(), 3, "{updates:?}");
     assert_eq!(updates[0].progress.as_deref(), Some("poll 1 of 3"));
     assert_eq!(updates[0].next_poll_in, Duration::from_secs(1));
-    assert!(updates[1].next_poll_in <= Duration::from_secs(1), "HTTP-date wait");
-    assert!(updates[1].next_poll_in >= Duration::from_millis(100), "poll_interval floor");
+    assert!(
+        updates[1].next_poll_in <= Duration::from_secs(1),
+        "HTTP-date wait"
+    );
+    assert!(
+        updates[1].next_poll_in >= Duration::from_millis(100),
+        "poll_interval floor"
+    );
     assert!(polled_for >= Duration::from_millis(2900), "{polled_for:?}");
     let statuses: Vec<u16> = server
         .requests_to("/fhir/status/")
@@ -152,8 +158,16 @@ async fn full_export_survives_every_scripted_fault() {
     let mut total_lines = 0;
     for (file, served) in manifest.output.iter().zip(&files) {
         let dest = temp_file(&served.name);
-        let stats = client.download(&manifest, file, &dest).await.expect("download");
-        assert_eq!(std::fs::read(&dest).expect("read back"), served.body, "{}", served.name);
+        let stats = client
+            .download(&manifest, file, &dest)
+            .await
+            .expect("download");
+        assert_eq!(
+            std::fs::read(&dest).expect("read back"),
+            served.body,
+            "{}",
+            served.name
+        );
         assert_eq!(stats.bytes, served.body.len() as u64);
         assert_eq!(Some(stats.lines), served.count);
         total_lines += stats.lines;
@@ -190,7 +204,12 @@ async fn full_export_survives_every_scripted_fault() {
     assert_eq!(log.tokens[0].kid.as_deref(), Some("rsa-1"));
     for r in &log.requests {
         if r.path != "/auth/token" {
-            assert_eq!(r.bearer.as_deref(), Some(log.tokens[0].token.as_str()), "{}", r.path);
+            assert_eq!(
+                r.bearer.as_deref(),
+                Some(log.tokens[0].token.as_str()),
+                "{}",
+                r.path
+            );
         }
         if r.path.starts_with("/files/") {
             let enc = r.accept_encoding.as_deref().unwrap_or_default();
@@ -201,7 +220,10 @@ async fn full_export_survives_every_scripted_fault() {
     assert_eq!(kick.prefer.as_deref(), Some("respond-async"));
     assert_eq!(kick.accept.as_deref(), Some("application/fhir+json"));
     assert_eq!(counter.lines.load(Ordering::Relaxed), total_lines + 1);
-    assert_eq!(counter.bytes.load(Ordering::Relaxed), client.bytes_downloaded());
+    assert_eq!(
+        counter.bytes.load(Ordering::Relaxed),
+        client.bytes_downloaded()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -216,9 +238,12 @@ async fn ec_key_signs_es384_and_v2_scopes_pass_through() {
         ..Default::default()
     })
     .await;
-    let smart =
-        SmartClient::new(smart_config(&server, &key, "system/Patient.rs system/Observation.rs"))
-            .expect("smart");
+    let smart = SmartClient::new(smart_config(
+        &server,
+        &key,
+        "system/Patient.rs system/Observation.rs",
+    ))
+    .expect("smart");
     let mut config = BulkConfig::new(server.fhir_base_url.clone());
     config.poll_interval = Duration::from_millis(300);
     let client = BulkClient::new(config, smart).expect("client");
@@ -226,13 +251,20 @@ async fn ec_key_signs_es384_and_v2_scopes_pass_through() {
     let (manifest, updates) = export(&client).await;
     // No Retry-After: poll_interval is the wait.
     assert!(started.elapsed() >= Duration::from_millis(600));
-    assert!(updates.iter().all(|u| u.next_poll_in == Duration::from_millis(300)));
+    assert!(
+        updates
+            .iter()
+            .all(|u| u.next_poll_in == Duration::from_millis(300))
+    );
     assert_eq!(manifest.output.len(), 1);
     let log = server.log();
     assert_eq!(log.tokens.len(), 1);
     assert_eq!(log.tokens[0].alg, jsonwebtoken::Algorithm::ES384);
     assert_eq!(log.tokens[0].kid.as_deref(), Some("ec-1"));
-    assert_eq!(log.tokens[0].scope, "system/Patient.rs system/Observation.rs");
+    assert_eq!(
+        log.tokens[0].scope,
+        "system/Patient.rs system/Observation.rs"
+    );
     assert!(log.refused_assertions.is_empty());
 }
 
@@ -259,12 +291,18 @@ async fn a_wrong_key_is_refused_with_a_typed_error() {
         other => panic!("unexpected: {other:?}"),
     }
     let shown = format!("{err} {err:?}");
-    assert!(!shown.contains("PRIVATE KEY") && !shown.contains("eyJ"), "{shown}");
+    assert!(
+        !shown.contains("PRIVATE KEY") && !shown.contains("eyJ"),
+        "{shown}"
+    );
     let log = server.log();
     assert!(log.tokens.is_empty());
     assert_eq!(log.refused_assertions.len(), 1);
     assert!(log.refused_assertions[0].contains("signature"));
-    assert!(server.requests_to("/fhir/").is_empty(), "no kick-off without a token");
+    assert!(
+        server.requests_to("/fhir/").is_empty(),
+        "no kick-off without a token"
+    );
 
     // An unregistered kid, and a client id the server does not know, fail the same way.
     let other_kid = TestKey::ec_p384("unknown-kid");
@@ -272,7 +310,13 @@ async fn a_wrong_key_is_refused_with_a_typed_error() {
         .kick_off()
         .await
         .expect_err("unknown kid");
-    assert!(matches!(err, BulkError::Auth { source: SmartError::Refused { status: 401, .. }, .. }));
+    assert!(matches!(
+        err,
+        BulkError::Auth {
+            source: SmartError::Refused { status: 401, .. },
+            ..
+        }
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -307,7 +351,16 @@ async fn off_origin_file_urls_are_refused() {
         .download(&manifest, &manifest.output[0], &temp_file("evil"))
         .await
         .expect_err("refused");
-    assert!(matches!(err, BulkError::OffOrigin { phase: Phase::Download, .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            BulkError::OffOrigin {
+                phase: Phase::Download,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     assert!(server.requests_to("/files/").is_empty());
     assert!(
         !err.to_string().contains("/files/p"),
@@ -360,7 +413,10 @@ async fn downloads_in_flight_never_exceed_the_limit() {
         let (client, manifest) = (client.clone(), manifest.clone());
         tasks.spawn(async move {
             let dest = temp_file(&format!("inflight-{i}"));
-            let stats = client.download(&manifest, &file, &dest).await.expect("download");
+            let stats = client
+                .download(&manifest, &file, &dest)
+                .await
+                .expect("download");
             (i, stats, std::fs::read(&dest).expect("read back"))
         });
     }
@@ -394,7 +450,10 @@ async fn files_get_no_token_when_the_manifest_says_so() {
     let (manifest, _) = export(&client).await;
     assert!(!manifest.requires_access_token);
     assert_eq!(manifest.error.len(), 1, "older `outcome` key");
-    let mut reader = client.open(&manifest, &manifest.output[0]).await.expect("open");
+    let mut reader = client
+        .open(&manifest, &manifest.output[0])
+        .await
+        .expect("open");
     let mut ids = Vec::new();
     while let Some(line) = reader.next_line().await.expect("line") {
         let v: Value = serde_json::from_slice(&line).expect("json line");
@@ -448,7 +507,11 @@ async fn a_token_that_expires_mid_download_is_reminted_after_401() {
     }
     let log = server.log();
     assert!(log.unauthorized >= 1, "the server refused a stale token");
-    assert_eq!(log.tokens.len(), log.unauthorized + 1, "one new token per 401");
+    assert_eq!(
+        log.tokens.len(),
+        log.unauthorized + 1,
+        "one new token per 401"
+    );
     assert_eq!(client.smart().tokens_minted(), log.tokens.len() as u64);
     let file_401s = server
         .requests_to("/files/")
@@ -479,11 +542,18 @@ async fn a_short_lived_token_is_reminted_before_it_runs_out() {
     let started = Instant::now();
     for (file, served) in manifest.output.iter().zip(&files) {
         let dest = temp_file(&served.name);
-        client.download(&manifest, file, &dest).await.expect("download");
+        client
+            .download(&manifest, file, &dest)
+            .await
+            .expect("download");
         assert_eq!(std::fs::read(&dest).expect("read back"), served.body);
     }
     let log = server.log();
-    assert!(started.elapsed() > Duration::from_secs(3), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() > Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(log.tokens.len() >= 2, "re-minted: {}", log.tokens.len());
     assert_eq!(log.unauthorized, 0, "never sent an expired token");
 }
@@ -527,7 +597,10 @@ async fn a_stalled_download_times_out_and_a_failed_kick_off_is_typed() {
         ..Default::default()
     })
     .await;
-    let err = bulk_client(&failing, &key, 1).kick_off().await.expect_err("500");
+    let err = bulk_client(&failing, &key, 1)
+        .kick_off()
+        .await
+        .expect_err("500");
     assert!(
         matches!(err, BulkError::ExportFailed { status: 500, ref issue_codes } if issue_codes == &["exception"]),
         "{err:?}"

@@ -8,8 +8,8 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -239,17 +239,13 @@ impl BulkClient {
                 reason: "must be a relative path such as $export or Patient/$export",
             });
         }
-        let export_url = Url::parse(&format!(
-            "{}/{}",
-            base.as_str().trim_end_matches('/'),
-            path
-        ))
-        .ok()
-        .filter(|u| Origin::of(u) == Origin::of(&base))
-        .ok_or(BulkError::Config {
-            field: "export_path",
-            reason: "does not make a URL on the FHIR server's origin",
-        })?;
+        let export_url = Url::parse(&format!("{}/{}", base.as_str().trim_end_matches('/'), path))
+            .ok()
+            .filter(|u| Origin::of(u) == Origin::of(&base))
+            .ok_or(BulkError::Config {
+                field: "export_path",
+                reason: "does not make a URL on the FHIR server's origin",
+            })?;
         if config.request_timeout.is_zero() {
             return Err(BulkError::Config {
                 field: "request_timeout",
@@ -334,7 +330,10 @@ impl BulkClient {
                 &url,
                 &[
                     (ACCEPT, "application/fhir+json"),
-                    (reqwest::header::HeaderName::from_static("prefer"), "respond-async"),
+                    (
+                        reqwest::header::HeaderName::from_static("prefer"),
+                        "respond-async",
+                    ),
                 ],
                 Bearer::Yes,
                 Transient::Gateway,
@@ -706,23 +705,21 @@ impl BulkClient {
 }
 
 fn bearer_header(token: &AccessToken) -> Result<HeaderValue, BulkError> {
-    let mut value =
-        HeaderValue::try_from(format!("Bearer {}", token.secret())).map_err(|_| BulkError::Auth {
+    let mut value = HeaderValue::try_from(format!("Bearer {}", token.secret())).map_err(|_| {
+        BulkError::Auth {
             phase: Phase::Download,
             source: SmartError::BadResponse {
                 reason: "access_token is not a valid header value",
             },
-        })?;
+        }
+    })?;
     value.set_sensitive(true);
     Ok(value)
 }
 
 /// Printable, at most 200 characters: `X-Progress` is shown to people, not trusted.
 fn printable(text: &str) -> String {
-    text.chars()
-        .filter(|c| !c.is_control())
-        .take(200)
-        .collect()
+    text.chars().filter(|c| !c.is_control()).take(200).collect()
 }
 
 /// A download slot: releases the semaphore permit and the in-flight count when dropped.
@@ -894,7 +891,10 @@ impl NdjsonReader {
     /// The next non-blank line (without its line ending), or `None` at the end of the file.
     pub async fn next_line(&mut self) -> Result<Option<Vec<u8>>, BulkError> {
         loop {
-            if let Some(pos) = self.pending[self.scanned..].iter().position(|&b| b == b'\n') {
+            if let Some(pos) = self.pending[self.scanned..]
+                .iter()
+                .position(|&b| b == b'\n')
+            {
                 let end = self.scanned + pos;
                 let mut line: Vec<u8> = self.pending.drain(..=end).collect();
                 self.scanned = 0;

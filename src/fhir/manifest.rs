@@ -160,7 +160,13 @@ mod tests {
         assert_eq!(err, ManifestError::TransactionTime);
         let err = Manifest::parse(br#"{"transactionTime":"2021-01-01T00:00:00Z","request":"r","output":[{"type":"","url":"u"}]}"#)
             .expect_err("empty type");
-        assert_eq!(err, ManifestError::EmptyEntry { list: "output", index: 0 });
+        assert_eq!(
+            err,
+            ManifestError::EmptyEntry {
+                list: "output",
+                index: 0
+            }
+        );
         let err = Manifest::parse(br#"{"request": "Sumiko Larue"}"#).expect_err("shape");
         assert!(!err.to_string().contains("Sumiko"), "{err}");
         assert!(Manifest::parse(b"<html>").is_err());

@@ -95,15 +95,30 @@ mod tests {
     fn allowed() -> (reqwest::Url, AllowedOrigins) {
         let base = parse_http_url("https://fhir.example.org/r4/").expect("base");
         let token = parse_http_url("https://auth.example.org:8443/token").expect("token");
-        (base.clone(), AllowedOrigins::new([Origin::of(&base), Origin::of(&token)]))
+        (
+            base.clone(),
+            AllowedOrigins::new([Origin::of(&base), Origin::of(&token)]),
+        )
     }
 
     #[test]
     fn same_origin_and_relative_urls_pass() {
         let (base, allowed) = allowed();
-        assert!(allowed.check(&base, "https://fhir.example.org/files/1.ndjson").is_ok());
-        assert!(allowed.check(&base, "https://FHIR.example.org:443/x").is_ok());
-        assert!(allowed.check(&base, "https://auth.example.org:8443/files/2").is_ok());
+        assert!(
+            allowed
+                .check(&base, "https://fhir.example.org/files/1.ndjson")
+                .is_ok()
+        );
+        assert!(
+            allowed
+                .check(&base, "https://FHIR.example.org:443/x")
+                .is_ok()
+        );
+        assert!(
+            allowed
+                .check(&base, "https://auth.example.org:8443/files/2")
+                .is_ok()
+        );
         let rel = allowed.check(&base, "status/42").expect("relative");
         assert_eq!(rel.as_str(), "https://fhir.example.org/r4/status/42");
     }
@@ -114,7 +129,10 @@ mod tests {
         for (url, origin) in [
             ("https://evil.example.org/f", "https://evil.example.org:443"),
             ("http://fhir.example.org/f", "http://fhir.example.org:80"),
-            ("https://fhir.example.org:8443/f", "https://fhir.example.org:8443"),
+            (
+                "https://fhir.example.org:8443/f",
+                "https://fhir.example.org:8443",
+            ),
             ("https://auth.example.org/f", "https://auth.example.org:443"),
         ] {
             match allowed.check(&base, url) {

@@ -100,7 +100,10 @@ mod tests {
         let now = chrono::DateTime::parse_from_rfc3339("2015-10-21T07:27:00Z")
             .expect("date")
             .with_timezone(&chrono::Utc);
-        assert_eq!(parse_retry_after("120", now), Some(Duration::from_secs(120)));
+        assert_eq!(
+            parse_retry_after("120", now),
+            Some(Duration::from_secs(120))
+        );
         assert_eq!(parse_retry_after(" 0 ", now), Some(Duration::ZERO));
         assert_eq!(
             parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now),
@@ -127,6 +130,9 @@ mod tests {
         assert_eq!(p.backoff(3), Duration::from_millis(400));
         assert_eq!(p.backoff(9), Duration::from_secs(1));
         assert_eq!(p.backoff(u32::MAX), Duration::from_secs(1));
-        assert_eq!(p.wait(1, Some(Duration::from_secs(60))), Duration::from_secs(5));
+        assert_eq!(
+            p.wait(1, Some(Duration::from_secs(60))),
+            Duration::from_secs(5)
+        );
     }
 }

@@ -88,7 +88,10 @@ pub enum SmartError {
 }
 
 fn error_suffix(error: &Option<String>) -> String {
-    error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default()
+    error
+        .as_ref()
+        .map(|e| format!(" ({e})"))
+        .unwrap_or_default()
 }
 
 /// Signature algorithm of the client assertion, decided by the key type.
@@ -223,11 +226,10 @@ struct OAuthError {
 impl SmartClient {
     /// Checks the configuration and the key; makes no request.
     pub fn new(config: SmartConfig) -> Result<Self, SmartError> {
-        let token_url =
-            origin::parse_http_url(&config.token_url).ok_or(SmartError::Config {
-                field: "token_url",
-                reason: "must be an absolute http or https URL",
-            })?;
+        let token_url = origin::parse_http_url(&config.token_url).ok_or(SmartError::Config {
+            field: "token_url",
+            reason: "must be an absolute http or https URL",
+        })?;
         if config.client_id.is_empty() || config.client_id.chars().any(char::is_control) {
             return Err(SmartError::Config {
                 field: "client_id",
@@ -553,22 +555,28 @@ mod tests {
         let header = jsonwebtoken::decode_header(&jwt).expect("header");
         assert_eq!(header.alg, Algorithm::ES384);
         assert_eq!(header.kid.as_deref(), Some("kid-1"));
-        let claims: serde_json::Value =
-            jsonwebtoken::dangerous::insecure_decode(&jwt).expect("claims").claims;
+        let claims: serde_json::Value = jsonwebtoken::dangerous::insecure_decode(&jwt)
+            .expect("claims")
+            .claims;
         assert_eq!(claims["iss"], "client-1");
         assert_eq!(claims["sub"], "client-1");
         assert_eq!(claims["aud"], "https://auth.example.org/token");
         let exp = claims["exp"].as_u64().expect("exp");
         assert!(exp > unix_now() && exp <= unix_now() + 300);
         let other = client.client_assertion().expect("assertion");
-        let other: serde_json::Value =
-            jsonwebtoken::dangerous::insecure_decode(&other).expect("claims").claims;
+        let other: serde_json::Value = jsonwebtoken::dangerous::insecure_decode(&other)
+            .expect("claims")
+            .claims;
         assert_ne!(claims["jti"], other["jti"], "jti is random");
     }
 
     #[test]
     fn scopes_v1_and_v2_pass_and_junk_is_refused() {
-        for ok in ["system/*.read", "system/*.rs", "system/Patient.rs system/Observation.rs"] {
+        for ok in [
+            "system/*.read",
+            "system/*.rs",
+            "system/Patient.rs system/Observation.rs",
+        ] {
             assert!(check_scope(ok).is_ok(), "{ok}");
         }
         for bad in ["", "  ", "system/*.read\n", "system/\"x\"", "système/*.rs"] {
@@ -603,7 +611,10 @@ mod tests {
         };
         let entry = token_entry(token.clone());
         let left = entry.refresh_at.saturating_duration_since(Instant::now());
-        assert!(left > Duration::from_secs(7) && left <= Duration::from_secs(8), "{left:?}");
+        assert!(
+            left > Duration::from_secs(7) && left <= Duration::from_secs(8),
+            "{left:?}"
+        );
         let long = AccessToken {
             expires_at: Instant::now() + Duration::from_secs(3600),
             ..token
@@ -617,8 +628,14 @@ mod tests {
     #[test]
     fn expires_in_accepts_numbers_and_numeric_strings() {
         use serde_json::json;
-        assert_eq!(parse_expires_in(&json!(300)), Some(Duration::from_secs(300)));
-        assert_eq!(parse_expires_in(&json!("60")), Some(Duration::from_secs(60)));
+        assert_eq!(
+            parse_expires_in(&json!(300)),
+            Some(Duration::from_secs(300))
+        );
+        assert_eq!(
+            parse_expires_in(&json!("60")),
+            Some(Duration::from_secs(60))
+        );
         assert_eq!(parse_expires_in(&json!(-1)), None);
         assert_eq!(parse_expires_in(&json!("soon")), None);
     }

@@ -348,7 +348,15 @@ async fn handle(
         .map_or_else(|| uri.path().to_owned(), |p| p.as_str().to_owned());
     let bearer = header_str(&headers, header::AUTHORIZATION)
         .and_then(|v| v.strip_prefix("Bearer ").map(str::to_owned));
-    let response = route(&state, &method, uri.path(), &headers, bearer.as_deref(), body).await;
+    let response = route(
+        &state,
+        &method,
+        uri.path(),
+        &headers,
+        bearer.as_deref(),
+        body,
+    )
+    .await;
     state.log.lock().expect("log").requests.push(SeenRequest {
         method: method.to_string(),
         path,
@@ -462,15 +470,13 @@ fn parse_form(body: &[u8]) -> HashMap<String, String> {
         while i < bytes.len() {
             match bytes[i] {
                 b'+' => out.push(b' '),
-                b'%' if i + 2 < bytes.len() => {
-                    match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                        (Some(h), Some(l)) => {
-                            out.push(h * 16 + l);
-                            i += 2;
-                        }
-                        _ => out.push(b'%'),
+                b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                    (Some(h), Some(l)) => {
+                        out.push(h * 16 + l);
+                        i += 2;
                     }
-                }
+                    _ => out.push(b'%'),
+                },
                 b => out.push(b),
             }
             i += 1;
@@ -513,7 +519,12 @@ fn token_endpoint(state: &State, headers: &HeaderMap, body: &[u8]) -> Response {
         return oauth_error(state, unauthorized, "invalid_client", "assertion header");
     };
     if !matches!(header.alg, Algorithm::RS384 | Algorithm::ES384) {
-        return oauth_error(state, unauthorized, "invalid_client", "algorithm not allowed");
+        return oauth_error(
+            state,
+            unauthorized,
+            "invalid_client",
+            "algorithm not allowed",
+        );
     }
     let Ok(claims) = jsonwebtoken::dangerous::insecure_decode_claims::<Value>(assertion) else {
         return oauth_error(state, unauthorized, "invalid_client", "assertion claims");
@@ -557,7 +568,12 @@ fn token_endpoint(state: &State, headers: &HeaderMap, body: &[u8]) -> Response {
     let now = jsonwebtoken::get_current_timestamp();
     let exp = claims.get("exp").and_then(Value::as_u64).unwrap_or(0);
     if exp > now + 300 + 5 {
-        return oauth_error(state, unauthorized, "invalid_client", "exp more than 5 minutes ahead");
+        return oauth_error(
+            state,
+            unauthorized,
+            "invalid_client",
+            "exp more than 5 minutes ahead",
+        );
     }
     let Some(jti) = claims.get("jti").and_then(Value::as_str) else {
         return oauth_error(state, unauthorized, "invalid_client", "jti missing");
@@ -633,16 +649,28 @@ fn status(state: &State, id: usize) -> Response {
     };
     let config = &state.config;
     for (at, code, name) in [
-        (config.poll_429_at, StatusCode::TOO_MANY_REQUESTS, "poll-429"),
-        (config.poll_503_at, StatusCode::SERVICE_UNAVAILABLE, "poll-503"),
+        (
+            config.poll_429_at,
+            StatusCode::TOO_MANY_REQUESTS,
+            "poll-429",
+        ),
+        (
+            config.poll_503_at,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "poll-503",
+        ),
     ] {
-        if at == Some(poll_number) && state.faults_used.lock().expect("faults").insert(name.into())
+        if at == Some(poll_number)
+            && state
+                .faults_used
+                .lock()
+                .expect("faults")
+                .insert(name.into())
         {
             let mut response = outcome(code, "throttled");
-            response.headers_mut().insert(
-                header::RETRY_AFTER,
-                header::HeaderValue::from_static("1"),
-            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
             return response;
         }
     }
@@ -659,7 +687,10 @@ fn status(state: &State, id: usize) -> Response {
     if polls <= config.pending_polls {
         let mut response = (
             StatusCode::ACCEPTED,
-            [("x-progress", format!("poll {polls} of {}", config.pending_polls))],
+            [(
+                "x-progress",
+                format!("poll {polls} of {}", config.pending_polls),
+            )],
         )
             .into_response();
         let value = match config.retry_after {
@@ -708,12 +739,7 @@ fn delete(state: &State, id: usize, path: &str) -> Response {
     match exports.get_mut(id) {
         Some(e) if !e.deleted => {
             e.deleted = true;
-            state
-                .log
-                .lock()
-                .expect("log")
-                .deletes
-                .push(path.to_owned());
+            state.log.lock().expect("log").deletes.push(path.to_owned());
             StatusCode::ACCEPTED.into_response()
         }
         _ => outcome(StatusCode::NOT_FOUND, "not-found"),
@@ -769,15 +795,14 @@ async fn file(state: &Arc<State>, name: &str, headers: &HeaderMap) -> Response {
         .is_some_and(|v| v.split(',').any(|e| e.trim().starts_with("gzip")));
     let gzip = config.gzip && accepts_gzip;
     let body = if gzip {
-        let mut encoder =
-            flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         encoder.write_all(&served.body).expect("gzip");
         encoder.finish().expect("gzip")
     } else {
         served.body.clone()
     };
-    let break_at = (config.file_break_once.contains(name) && first_time("break"))
-        .then_some(body.len() / 2);
+    let break_at =
+        (config.file_break_once.contains(name) && first_time("break")).then_some(body.len() / 2);
     if gzip {
         state.log.lock().expect("log").gzip_responses += 1;
     }
@@ -800,7 +825,10 @@ async fn file(state: &Arc<State>, name: &str, headers: &HeaderMap) -> Response {
             }
             let end = (offset + chunk_size).min(body.len());
             let end = break_at.map_or(end, |at| end.min(at.max(offset + 1)));
-            Some((Ok::<_, std::io::Error>(body.slice(offset..end)), (transfer, body, end)))
+            Some((
+                Ok::<_, std::io::Error>(body.slice(offset..end)),
+                (transfer, body, end),
+            ))
         },
     );
     let mut response = (
