@@ -369,6 +369,36 @@ async fn off_origin_file_urls_are_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redirects_are_not_followed() {
+    let key = TestKey::rsa("rsa");
+    let server = BulkServer::start(BulkServerConfig {
+        clients: vec![RegisteredClient::new(CLIENT_ID, &[&key])],
+        files: vec![ServedFile::resources("Patient", "p", &patients(2))],
+        file_redirect_to: Some("http://localhost:9/files/p".into()),
+        pending_polls: 0,
+        ..Default::default()
+    })
+    .await;
+    let client = bulk_client(&server, &key, 1);
+    let (manifest, _) = export(&client).await;
+    let err = client
+        .download(&manifest, &manifest.output[0], &temp_file("redirect"))
+        .await
+        .expect_err("redirect refused");
+    assert!(
+        matches!(
+            err,
+            BulkError::Redirect {
+                phase: Phase::Download,
+                status: 307
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(server.requests_to("/files/").len(), 1, "no second request");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_sends_delete_on_the_status_url() {
     let key = TestKey::rsa("rsa");
     let server = BulkServer::start(BulkServerConfig {
@@ -389,6 +419,8 @@ async fn cancel_sends_delete_on_the_status_url() {
     // The status URL round-trips through a checkpoint.
     let stored = serde_json::to_string(&status_url).expect("serialise");
     assert_eq!(stored, format!("\"{}/fhir/status/0\"", server.origin));
+    let restored: phiflow::fhir::StatusUrl = serde_json::from_str(&stored).expect("restore");
+    assert_eq!(restored, status_url);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -581,7 +581,7 @@ impl BulkClient {
                 request = request.header(name.clone(), *value);
             }
             if let Some(token) = &token {
-                request = request.header(AUTHORIZATION, bearer_header(token)?);
+                request = request.header(AUTHORIZATION, bearer_header(phase, token)?);
             }
             if whole_timeout {
                 request = request.timeout(timeout);
@@ -704,10 +704,10 @@ impl BulkClient {
     }
 }
 
-fn bearer_header(token: &AccessToken) -> Result<HeaderValue, BulkError> {
+fn bearer_header(phase: Phase, token: &AccessToken) -> Result<HeaderValue, BulkError> {
     let mut value = HeaderValue::try_from(format!("Bearer {}", token.secret())).map_err(|_| {
         BulkError::Auth {
-            phase: Phase::Download,
+            phase,
             source: SmartError::BadResponse {
                 reason: "access_token is not a valid header value",
             },

@@ -11,6 +11,12 @@ use serde::{Deserialize, Serialize};
 pub struct StatusUrl(pub(crate) String);
 
 impl StatusUrl {
+    /// A status URL restored from elsewhere (a checkpoint); the client checks it against the
+    /// origin rule again before every use.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self(url.into())
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }

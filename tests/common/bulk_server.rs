@@ -15,6 +15,10 @@
 //! - `GET /files/{name}`: the NDJSON (bearer needed when `requires_access_token`), streamed in
 //!   `chunk_size` pieces `chunk_delay` apart, gzip-encoded when `gzip` and the client accepts it.
 //!
+//! Scripted faults: one 429 or 503 while polling, one 500 or one broken transfer per file,
+//! tokens that stop working before their `expires_in`, a failing kick-off, off-origin file URLs
+//! in the manifest, file redirects.
+//!
 //! Knobs are the fields of [`BulkServerConfig`] (scripted faults included); everything tests
 //! assert on is in [`BulkServer::log`]. Keys are made by the tests ([`TestKey`]), never files.
 
@@ -178,6 +182,8 @@ pub struct BulkServerConfig {
     pub file_origin: Option<String>,
     /// Answer kick-offs with this status (and an OperationOutcome) instead of 202.
     pub kick_off_status: Option<u16>,
+    /// Answer file requests with `307 Temporary Redirect` to this URL.
+    pub file_redirect_to: Option<String>,
 }
 
 impl Default for BulkServerConfig {
@@ -202,6 +208,7 @@ impl Default for BulkServerConfig {
             chunk_delay: Duration::ZERO,
             file_origin: None,
             kick_off_status: None,
+            file_redirect_to: None,
         }
     }
 }
@@ -771,6 +778,14 @@ impl Drop for Transfer {
 async fn file(state: &Arc<State>, name: &str, headers: &HeaderMap) -> Response {
     let transfer = Transfer::start(state);
     let config = &state.config;
+    if let Some(to) = &config.file_redirect_to {
+        return (
+            StatusCode::TEMPORARY_REDIRECT,
+            [(header::LOCATION, to.clone())],
+            Body::empty(),
+        )
+            .into_response();
+    }
     let Some(served) = config
         .files
         .iter()
