@@ -466,7 +466,15 @@ async fn files_get_no_token_when_the_manifest_says_so() {
     let key = TestKey::rsa("rsa");
     let server = BulkServer::start(BulkServerConfig {
         clients: vec![RegisteredClient::new(CLIENT_ID, &[&key])],
-        files: vec![ServedFile::resources("Patient", "p", &patients(5))],
+        files: vec![
+            ServedFile::resources("Patient", "p", &patients(5)),
+            ServedFile::raw(
+                "Patient",
+                "crlf",
+                b"{\"id\":\"a\"}\r\n\r\n  \n{\"id\":\"b\"}\r\n{\"id\":\"c\"}".to_vec(),
+            ),
+        ],
+        chunk_size: 3,
         error_files: vec![ServedFile::raw(
             "OperationOutcome",
             "oo",
@@ -492,6 +500,22 @@ async fn files_get_no_token_when_the_manifest_says_so() {
         ids.push(v["id"].as_str().expect("id").to_owned());
     }
     assert_eq!(ids, ["p0", "p1", "p2", "p3", "p4"]);
+    drop(reader);
+    // CRLF endings, blank lines and a last line without a newline, split across 3-byte reads.
+    let mut reader = client
+        .open(&manifest, &manifest.output[1])
+        .await
+        .expect("open");
+    let mut lines = Vec::new();
+    while let Some(line) = reader.next_line().await.expect("line") {
+        lines.push(String::from_utf8(line).expect("utf-8"));
+    }
+    assert_eq!(lines, [r#"{"id":"a"}"#, r#"{"id":"b"}"#, r#"{"id":"c"}"#]);
+    assert_eq!(
+        reader.stats().lines,
+        4,
+        "stats count non-empty lines, blanks with spaces too"
+    );
     drop(reader);
     let stats = client
         .download(&manifest, &manifest.error[0], &temp_file("oo"))

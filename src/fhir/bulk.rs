@@ -492,6 +492,7 @@ impl BulkClient {
         Ok(NdjsonReader {
             stream: self.open_stream(manifest, file).await?,
             pending: Vec::new(),
+            start: 0,
             scanned: 0,
             done: false,
         })
@@ -871,8 +872,9 @@ impl FileStream {
 /// Reads one NDJSON file line by line as it downloads; holds a download slot until dropped.
 pub struct NdjsonReader {
     stream: FileStream,
-    /// Bytes received but not yet returned as a line.
+    /// Bytes received; those before `start` were already returned.
     pending: Vec<u8>,
+    start: usize,
     /// How far `pending` has been searched for a newline.
     scanned: usize,
     done: bool,
@@ -896,17 +898,20 @@ impl NdjsonReader {
                 .position(|&b| b == b'\n')
             {
                 let end = self.scanned + pos;
-                let mut line: Vec<u8> = self.pending.drain(..=end).collect();
-                self.scanned = 0;
-                line.pop();
+                let mut line = &self.pending[self.start..end];
+                self.start = end + 1;
+                self.scanned = self.start;
                 if line.last() == Some(&b'\r') {
-                    line.pop();
+                    line = &line[..line.len() - 1];
                 }
                 if line.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
-                return Ok(Some(line));
+                return Ok(Some(line.to_vec()));
             }
+            // No complete line left: drop what was consumed before reading more.
+            self.pending.drain(..self.start);
+            self.start = 0;
             self.scanned = self.pending.len();
             if self.done {
                 let line = std::mem::take(&mut self.pending);
