@@ -413,7 +413,7 @@ async fn cancel_sends_delete_on_the_status_url() {
     assert_eq!(server.log().deletes, ["/fhir/status/0"]);
     let err = client.poll(&status_url, |_| {}).await.expect_err("gone");
     assert!(
-        matches!(err, BulkError::ExportFailed { status: 404, ref issue_codes } if issue_codes == &["not-found"]),
+        matches!(err, BulkError::ExportFailed { phase: Phase::Poll, status: 404, ref issue_codes } if issue_codes == &["not-found"]),
         "{err:?}"
     );
     // The status URL round-trips through a checkpoint.
@@ -426,9 +426,9 @@ async fn cancel_sends_delete_on_the_status_url() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn downloads_in_flight_never_exceed_the_limit() {
     let key = TestKey::rsa("rsa");
-    let files: Vec<ServedFile> = (0..6)
-        .map(|i| ServedFile::resources("Observation", &format!("obs-{i}"), &observations(60)))
-        .collect();
+    let files = ServedFile::group_by_type(&observations(360), 60);
+    assert_eq!(files.len(), 6);
+    assert_eq!(files[5].name, "Observation-6");
     let server = BulkServer::start(BulkServerConfig {
         clients: vec![RegisteredClient::new(CLIENT_ID, &[&key])],
         files: files.clone(),
@@ -658,7 +658,7 @@ async fn a_stalled_download_times_out_and_a_failed_kick_off_is_typed() {
         .await
         .expect_err("500");
     assert!(
-        matches!(err, BulkError::ExportFailed { status: 500, ref issue_codes } if issue_codes == &["exception"]),
+        matches!(err, BulkError::ExportFailed { phase: Phase::KickOff, status: 500, ref issue_codes } if issue_codes == &["exception"]),
         "{err:?}"
     );
 }

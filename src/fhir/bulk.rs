@@ -109,8 +109,9 @@ pub enum BulkError {
     Unauthorized { phase: Phase },
     #[error("kick-off: HTTP 202 without a Content-Location header")]
     MissingContentLocation,
-    #[error("status poll: export failed on the server: HTTP {status}{}", codes_suffix(.issue_codes))]
+    #[error("{phase}: the server refused or failed the export: HTTP {status}{}", codes_suffix(.issue_codes))]
     ExportFailed {
+        phase: Phase,
         status: u16,
         /// `issue[].code` values of the OperationOutcome, when there was one.
         issue_codes: Vec<String>,
@@ -350,6 +351,7 @@ impl BulkClient {
                 }
             } else {
                 BulkError::ExportFailed {
+                    phase,
                     status: status.as_u16(),
                     issue_codes: codes,
                 }
@@ -425,6 +427,7 @@ impl BulkClient {
                 s => {
                     let codes = self.outcome_codes(response).await;
                     return Err(BulkError::ExportFailed {
+                        phase,
                         status: s.as_u16(),
                         issue_codes: codes,
                     });

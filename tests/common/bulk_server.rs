@@ -118,6 +118,26 @@ impl ServedFile {
         }
     }
 
+    /// Resources grouped by `resourceType`, at most `per_file` to a file, named
+    /// `{type}-{n}` (for feeding the server a mixed set such as the FHIR R4 examples).
+    pub fn group_by_type(resources: &[Value], per_file: usize) -> Vec<Self> {
+        let mut by_type: std::collections::BTreeMap<&str, Vec<Value>> = Default::default();
+        for r in resources {
+            let t = r
+                .get("resourceType")
+                .and_then(Value::as_str)
+                .unwrap_or("Unknown");
+            by_type.entry(t).or_default().push(r.clone());
+        }
+        let mut files = Vec::new();
+        for (t, list) in by_type {
+            for (n, part) in list.chunks(per_file.max(1)).enumerate() {
+                files.push(Self::resources(t, &format!("{t}-{}", n + 1), part));
+            }
+        }
+        files
+    }
+
     /// Raw NDJSON bytes as given.
     pub fn raw(resource_type: &str, name: &str, body: Vec<u8>) -> Self {
         Self {
