@@ -531,6 +531,7 @@ impl BulkClient {
             received: 0,
             lines: 0,
             last_byte: None,
+            finished: false,
             _slot: Slot {
                 _permit: permit,
                 client: Arc::clone(&self.inner),
@@ -754,6 +755,8 @@ struct FileStream {
     received: u64,
     lines: u64,
     last_byte: Option<u8>,
+    /// The end of the file was reached.
+    finished: bool,
     _slot: Slot,
 }
 
@@ -790,6 +793,9 @@ impl FileStream {
         let timeout = self.client.inner.config.request_timeout;
         let policy = self.client.inner.config.retry;
         loop {
+            if self.finished {
+                return Ok(None);
+            }
             let Some(response) = self.response.as_mut() else {
                 self.connect().await?;
                 continue;
@@ -811,6 +817,7 @@ impl FileStream {
                         return Err(BulkError::FileChanged);
                     }
                     self.response = None;
+                    self.finished = true;
                     if self.last_byte.is_some_and(|b| b != b'\n') {
                         self.lines += 1;
                         self.report(0, 1);
