@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod bulk_server;
 pub mod onnx_surgery;
 
 use std::sync::OnceLock;
