@@ -122,6 +122,11 @@ pub struct Settings {
     /// without it each request draws a random key. Never logged or returned.
     #[arg(long, env = "SERVICE_DEID_SECRET_KEY", hide_env_values = true)]
     pub deid_secret_key: Option<String>,
+    /// Where FHIR ingestions may write: `output_dir` and `checkpoint_path` of a request are
+    /// resolved inside this folder (relative paths) or must lie inside it (absolute paths).
+    /// Default `<data_dir>/fhir`.
+    #[arg(long, env = "SERVICE_FHIR_OUTPUT_ROOT")]
+    pub fhir_output_root: Option<PathBuf>,
     /// The privacy gateway's upstream: the full URL of an OpenAI-compatible chat completions
     /// endpoint (e.g. `http://127.0.0.1:8000/v1/chat/completions`). Unset: the gateway
     /// answers 503 `gateway_not_configured`. Requests never carry a URL of their own.

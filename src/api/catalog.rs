@@ -7,7 +7,7 @@ use axum::routing::{MethodRouter, delete, get, post};
 use super::state::AppState;
 use super::validate::Schema;
 use super::{
-    cohort, decisions, deidentify, detect, docs, gateway, jobs, omop, ops, pending, schemas, stream,
+    cohort, decisions, deidentify, detect, docs, fhir, gateway, jobs, omop, ops, schemas, stream,
 };
 
 /// What a success response carries.
@@ -44,7 +44,6 @@ pub struct Route {
 }
 
 const MODEL: &[u16] = &[404, 413, 415, 422, 503, 504];
-const PENDING: &[u16] = &[413, 415, 422, 501];
 const GATEWAY: &[u16] = &[400, 404, 413, 415, 422, 502, 503, 504];
 const OMOP: &[u16] = &[413, 415, 422, 504];
 const COHORT: &[u16] = &[404, 413, 415, 422, 504];
@@ -122,17 +121,22 @@ pub fn routes() -> Vec<Route> {
         route(Method::POST, "/cohort/resolve", || post(cohort::resolve), "cohort_resolve",
             "omop", "Resolve a phenotype or a Circe cohort over inline records or a stored load",
             Some(&schemas::COHORT_RESOLVE), 200, Json("CohortResult"), COHORT),
-        route(Method::POST, "/fhir/smart-backend/ingestions", || post(pending::smart_ingestion),
+        route(Method::POST, "/fhir/smart-backend/ingestions", || post(fhir::create),
             "create_smart_ingestion", "fhir",
             "Start a FHIR Bulk Data export with SMART backend services and de-identify it",
-            Some(&schemas::SMART_INGESTION), 200, Json("OpenObject"), PENDING),
-        route(Method::GET, "/fhir/smart-backend/ingestions/{job_id}",
-            || get(pending::ingestion_get), "get_smart_ingestion", "fhir",
-            "An ingestion's status", None, 200, Json("OpenObject"), &[404, 501]),
+            Some(&schemas::SMART_INGESTION), 200, Json("Ingestion"), &[404, 413, 415, 422]),
+        route(Method::GET, "/fhir/smart-backend/ingestions/{job_id}", || get(fhir::get),
+            "get_smart_ingestion", "fhir",
+            "An ingestion's state and progress (phase, files, resources, bytes, rate, ETA)",
+            None, 200, Json("Ingestion"), &[404]),
+        route(Method::DELETE, "/fhir/smart-backend/ingestions/{job_id}",
+            || delete(fhir::cancel), "cancel_smart_ingestion", "fhir",
+            "Cancel an ingestion; the export is deleted on the server and downloads removed",
+            None, 200, Json("Ingestion"), &[404]),
         route(Method::GET, "/fhir/smart-backend/ingestions/{job_id}/summary",
-            || get(pending::ingestion_summary), "get_smart_ingestion_summary", "fhir",
-            "An ingestion's summary (409 before completion)", None, 200, Json("OpenObject"),
-            &[404, 409, 501]),
+            || get(fhir::summary), "get_smart_ingestion_summary", "fhir",
+            "A finished ingestion's summary: counts per type, rejections, output sha256 (409 before)",
+            None, 200, Json("IngestionSummary"), &[404, 409]),
         route(Method::GET, "/models/loaded", || get(ops::models_loaded), "models_loaded",
             "models", "Resident models, their memory, keep-alive and queues",
             None, 200, Json("ModelsLoaded"), &[]),

@@ -33,6 +33,11 @@ pub enum ApiError {
         message: &'static str,
     },
     MethodNotAllowed,
+    /// The resource is not in a state that allows this (409).
+    Conflict {
+        code: &'static str,
+        message: &'static str,
+    },
     NotImplemented {
         route: &'static str,
         issue: u32,
@@ -155,6 +160,7 @@ impl ApiError {
             }
             Self::NotFound { code, message } => (code, message),
             Self::MethodNotAllowed => ("method_not_allowed", "Method not allowed on this route"),
+            Self::Conflict { code, message } => (code, message),
             Self::NotImplemented { .. } => (
                 "not_implemented",
                 "This capability is not implemented yet; the request was valid",
@@ -199,6 +205,7 @@ impl ApiError {
             ),
             Self::NotFound { .. } => (StatusCode::NOT_FOUND, Value::Null),
             Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, Value::Null),
+            Self::Conflict { .. } => (StatusCode::CONFLICT, Value::Null),
             Self::NotImplemented { route, issue } => (
                 StatusCode::NOT_IMPLEMENTED,
                 json!({ "route": route, "tracking_issue": issue }),

@@ -9,6 +9,7 @@ mod deidentify;
 mod detect;
 mod docs;
 mod error;
+mod fhir;
 mod gateway;
 mod jobs;
 mod middleware;
@@ -16,7 +17,6 @@ mod omop;
 pub mod openapi;
 mod openapi_components;
 mod ops;
-mod pending;
 mod schemas;
 mod state;
 mod stream;
@@ -173,10 +173,13 @@ fn build(settings: Settings, with_jobs: bool) -> Result<AppState, StartError> {
         deid.pipelines().clone(),
         deid.policies().clone(),
     );
-    let jobs = if with_jobs {
-        Some(open_jobs(&settings, &deid)?)
+    let (jobs, ingestions) = if with_jobs {
+        (
+            Some(open_jobs(&settings, &deid)?),
+            Some(crate::fhir::ingest::Ingestions::open(deid.clone())?),
+        )
     } else {
-        None
+        (None, None)
     };
     let auth = Arc::new(crate::auth::Authenticator::new(
         crate::auth::AuthConfig::from_lookup(|name| settings.auth.lookup(name))?,
@@ -196,6 +199,7 @@ fn build(settings: Settings, with_jobs: bool) -> Result<AppState, StartError> {
         deid,
         readiness: Arc::new(Readiness::default()),
         jobs,
+        ingestions,
     };
     spawn_preload(state.clone());
     Ok(state)

@@ -413,6 +413,76 @@ pub fn schemas() -> Map<String, Value> {
             }),
         ),
         (
+            "Ingestion",
+            json!({
+                "type": "object",
+                "required": ["job_id", "status", "progress", "created_at", "updated_at",
+                    "status_url", "summary_url", "request"],
+                "properties": {
+                    "job_id": string,
+                    "status": { "type": "string",
+                        "enum": ["running", "succeeded", "failed", "cancelled"] },
+                    "progress": {
+                        "type": "object",
+                        "properties": {
+                            "phase": { "type": "string", "enum": ["authorizing", "kick_off",
+                                "polling", "downloading", "deidentifying", "finishing"] },
+                            "files_total": int, "files_downloaded": int, "files_done": int,
+                            "resources_done": int, "resources_rejected": int,
+                            "bytes_downloaded": int, "bytes_done": int, "bytes_total": int,
+                            "resources_per_second": number,
+                            "eta_seconds": { "type": ["number", "null"] },
+                            "polls": int, "peak_inflight_downloads": int,
+                            "elapsed_seconds": number,
+                        },
+                    },
+                    "error": { "type": "object", "required": ["code", "message"],
+                        "properties": { "code": string, "message": string } },
+                    "created_at": { "type": ["string", "null"] },
+                    "updated_at": { "type": ["string", "null"] },
+                    "completed_at": { "type": ["string", "null"] },
+                    "status_url": string, "summary_url": string,
+                    "request": { "type": "object" },
+                },
+            }),
+        ),
+        (
+            "IngestionSummary",
+            json!({
+                "type": "object", "required": ["job_id", "status", "summary"],
+                "properties": {
+                    "job_id": string,
+                    "status": { "type": "string", "enum": ["succeeded", "failed", "cancelled"] },
+                    "summary": {
+                        "type": ["object", "null"],
+                        "properties": {
+                            "resources": { "type": "object", "additionalProperties": int },
+                            "resources_total": int,
+                            "rejections": { "type": "array", "items": {
+                                "type": "object",
+                                "required": ["source", "line", "reason", "sha256"],
+                                "properties": {
+                                    "source": string, "line": int, "reason": string,
+                                    "sha256": string,
+                                    "resource_type": { "type": ["string", "null"] },
+                                },
+                            } },
+                            "outputs": { "type": "array", "items": {
+                                "type": "object",
+                                "required": ["resource_type", "path", "resources", "sha256", "bytes"],
+                                "properties": {
+                                    "resource_type": string, "path": string, "resources": int,
+                                    "sha256": string, "bytes": int,
+                                },
+                            } },
+                            "peak_inflight_downloads": int,
+                        },
+                    },
+                    "error": { "type": ["object", "null"] },
+                },
+            }),
+        ),
+        (
             "JobResultLine",
             json!({
                 "type": "object", "required": ["index", "id", "status"],

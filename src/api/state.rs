@@ -22,6 +22,8 @@ pub struct AppState {
     pub tls: Option<Arc<crate::tls::TlsServer>>,
     /// The durable job store; `None` in processes that serve no HTTP (evaluation).
     pub jobs: Option<Arc<crate::jobs::Jobs>>,
+    /// FHIR Bulk Data ingestions (in the job store); `None` where `jobs` is.
+    pub ingestions: Option<Arc<crate::fhir::ingest::Ingestions>>,
     /// The privacy gateway's upstream and audit log; `None` when no upstream is configured.
     pub gateway: Option<Arc<Gateway>>,
     /// The decision engine (backend, calibration profiles, access policy).

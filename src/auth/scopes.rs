@@ -39,6 +39,11 @@ const BUILTIN_ROUTE_SCOPES: &[(&str, &str, &str)] = &[
         "/fhir/smart-backend/ingestions/{job_id}/summary",
         "fhir:read",
     ),
+    (
+        "DELETE",
+        "/fhir/smart-backend/ingestions/{job_id}",
+        "fhir:write",
+    ),
     ("POST", "/v1/decisions", "decisions:write"),
     ("POST", "/v1/decisions/batch", "decisions:write"),
 ];

@@ -189,10 +189,10 @@ pub fn index(sources: &[Source]) -> Result<PatientIndex, ExportError> {
             // Most lines are neither: skip them without parsing.
             let hay = line.get(..line.len().min(256)).unwrap_or(line);
             let maybe = memfind(hay, b"\"Patient\"") || memfind(hay, b"\"RelatedPerson\"");
-            if maybe || memfind(line, b"\"resourceType\":\"Patient\"") {
-                if let Ok(v) = serde_json::from_slice::<Value>(line) {
-                    idx.learn(&v);
-                }
+            if (maybe || memfind(line, b"\"resourceType\":\"Patient\""))
+                && let Ok(v) = serde_json::from_slice::<Value>(line)
+            {
+                idx.learn(&v);
             }
             Ok(())
         })?;

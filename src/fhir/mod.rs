@@ -49,3 +49,5 @@ pub use retry::{RetryPolicy, parse_retry_after};
 pub use smart::{
     AccessToken, AssertionAlgorithm, CLIENT_ASSERTION_TYPE, SmartClient, SmartConfig, SmartError,
 };
+pub mod ingest;
+pub mod ingest_store;

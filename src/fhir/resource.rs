@@ -378,14 +378,14 @@ impl Walk<'_> {
         }
     }
 
-    fn value(&mut self, v: &mut Value, path: &str, key: &str) {
+    fn value(&mut self, v: &mut Value, path: &str) {
         match v {
             // A contained resource keeps its local id: references to it are local.
             Value::Object(m) => self.fields(m, path, false),
             Value::Array(a) => {
                 for (i, item) in a.iter_mut().enumerate() {
                     let p = format!("{path}/{i}");
-                    self.value(item, &p, key);
+                    self.value(item, &p);
                 }
             }
             Value::String(s) => {
@@ -482,7 +482,7 @@ impl Walk<'_> {
                 },
                 "display" if !is_coding => self.free_text(v, p),
                 k if FREE_TEXT.contains(&k) && v.is_string() => self.free_text(v, p),
-                _ => self.value(v, &p, &key),
+                _ => self.value(v, &p),
             }
             if self.rejected.is_some() {
                 return;
@@ -500,7 +500,7 @@ impl Walk<'_> {
         }
     }
 
-    fn each<'v>(v: &'v mut Value) -> Vec<&'v mut Value> {
+    fn each(v: &mut Value) -> Vec<&mut Value> {
         match v {
             Value::Array(a) => a.iter_mut().collect(),
             Value::Object(_) => vec![v],

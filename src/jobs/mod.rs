@@ -15,7 +15,7 @@
 //! SQLite and should be called from `spawn_blocking` in async handlers.
 
 mod record;
-mod seal;
+pub(crate) mod seal;
 mod store;
 mod webhook;
 mod worker;

@@ -14,7 +14,7 @@ const KEY_LEN: usize = 32;
 const NONCE_LEN: usize = 12;
 
 /// Seals and unseals webhook configs. Holds the key; never printed.
-pub(super) struct Sealer {
+pub(crate) struct Sealer {
     cipher: ChaCha20Poly1305,
 }
 
@@ -28,7 +28,7 @@ pub(super) struct SealedWebhook {
 impl Sealer {
     /// Uses `key` if given, else the key file `<db_path>.key` (created with
     /// 32 random bytes and mode 0600 on first use).
-    pub(super) fn load(key: Option<&[u8]>, db_path: &Path) -> Result<Self, JobError> {
+    pub(crate) fn load(key: Option<&[u8]>, db_path: &Path) -> Result<Self, JobError> {
         let key = match key {
             Some(k) => k.to_vec(),
             None => load_or_create_key_file(&key_path(db_path))?,
@@ -93,6 +93,41 @@ impl Sealer {
             .map_err(|_| JobError::Seal("cannot unseal webhook config (wrong key?)".into()))?;
         serde_json::from_slice(&plain)
             .map_err(|_| JobError::Seal("sealed webhook config is malformed".into()))
+    }
+}
+
+impl Sealer {
+    /// Any secret sealed the same way (`nonce || ciphertext`), bound to `aad` (its owner's id).
+    pub(crate) fn seal_bytes(&self, aad: &str, plain: &[u8]) -> Result<Vec<u8>, JobError> {
+        let mut nonce = [0u8; NONCE_LEN];
+        getrandom::fill(&mut nonce).map_err(|_| JobError::Seal("no randomness".into()))?;
+        let ct = self
+            .cipher
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: plain,
+                    aad: aad.as_bytes(),
+                },
+            )
+            .map_err(|_| JobError::Seal("encryption failed".into()))?;
+        Ok([nonce.as_slice(), &ct].concat())
+    }
+
+    pub(crate) fn unseal_bytes(&self, aad: &str, blob: &[u8]) -> Result<Vec<u8>, JobError> {
+        if blob.len() < NONCE_LEN {
+            return Err(JobError::Seal("sealed secret is truncated".into()));
+        }
+        let (nonce, ct) = blob.split_at(NONCE_LEN);
+        self.cipher
+            .decrypt(
+                Nonce::from_slice(nonce),
+                Payload {
+                    msg: ct,
+                    aad: aad.as_bytes(),
+                },
+            )
+            .map_err(|_| JobError::Seal("cannot unseal a secret (wrong key?)".into()))
     }
 }
 
