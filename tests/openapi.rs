@@ -228,3 +228,38 @@ async fn documentation_pages_load_their_scripts_locally() {
     assert_eq!(fetch("/docs/assets/../Cargo.toml").await.status(), 404);
     assert_eq!(fetch("/docs/assets/other.js").await.status(), 404);
 }
+
+#[tokio::test]
+async fn documentation_pages_send_a_content_security_policy() {
+    for page in ["/docs", "/redoc"] {
+        let r = fetch(page).await;
+        assert_eq!(r.status(), 200);
+        let csp = r
+            .headers()
+            .get("content-security-policy")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_else(|| panic!("{page} has no Content-Security-Policy"))
+            .to_string();
+        for directive in [
+            "default-src 'none'",
+            "script-src 'self'",
+            "frame-ancestors 'none'",
+        ] {
+            assert!(csp.contains(directive), "{page}: {csp} lacks {directive}");
+        }
+        assert!(
+            !csp.contains("script-src 'self' 'unsafe-inline'"),
+            "{page}: inline scripts must stay forbidden"
+        );
+        let html = r.text().await.expect("html");
+        // No inline script: every <script> loads a file of this origin.
+        assert_eq!(
+            html.matches("<script").count(),
+            html.matches("<script src=\"docs/assets/").count(),
+            "{page} has an inline script"
+        );
+    }
+    let init = fetch("/docs/assets/swagger-init.js").await;
+    assert_eq!(init.status(), 200);
+    assert!(init.text().await.expect("js").contains("SwaggerUIBundle"));
+}
