@@ -284,7 +284,8 @@ mod tests {
             limiter.record_failure_at(&format!("k{i}"), t0 + Duration::from_millis(i));
         }
         assert!(limiter.tracked_keys() <= 100);
-        // Keys beyond the map share the overflow bucket, which the flood has spent.
+        // Once room frees up (k0 has refilled), a limited key is tracked again.
+        limiter.record_failure_at("k999", t0 + Duration::from_millis(1000));
         limiter.record_failure_at("k999", t0 + Duration::from_millis(1000));
         limiter.record_failure_at("k999", t0 + Duration::from_millis(1000));
         limiter.record_failure_at("k999", t0 + Duration::from_millis(1000));

@@ -716,7 +716,10 @@ fn raw_files_contain(db: &Path, needle: &[u8]) -> Vec<String> {
 async fn purged_text_is_gone_from_the_raw_files_while_the_store_is_open() {
     let dir = TempDir::new();
     let proc = TestProc::new(false);
-    let jobs = Jobs::open(settings(&dir.db()), proc.clone()).unwrap();
+    let mut s = settings(&dir.db());
+    // One document at a time, so the cancelled ones below are still pending.
+    s.doc_concurrency = 1;
+    let jobs = Jobs::open(s, proc.clone()).unwrap();
     // Lowercase: the test processor's output is uppercase, so only the source holds these.
     let planted = "zqxplanted7731 jane roe";
     let long = format!("{planted} {}", long_note());
