@@ -220,8 +220,16 @@ async fn read_body(
 #[error("the request body stalled past the body read timeout")]
 pub struct BodyTimeout;
 
+/// Whether the error, or one it wraps (the body layers wrap each other's errors), is ours.
 fn is_body_timeout(e: axum::Error) -> bool {
-    e.into_inner().downcast_ref::<BodyTimeout>().is_some()
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(err) = cur {
+        if err.is::<BodyTimeout>() {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
 }
 
 /// `body` with a bound on the wait for each next piece: a client that stalls mid-body fails
