@@ -162,8 +162,9 @@ pub struct Settings {
         default_value_t = 30.0
     )]
     pub body_read_timeout_seconds: f64,
-    /// Most client connections open at once; further clients wait in the listen backlog until
-    /// one closes. Keep it below the process's open-file limit. 0: no limit.
+    /// Most client connections open at once. When all are taken, a new connection evicts the
+    /// oldest one that has not yet sent a complete request; when every one has, new clients
+    /// wait in the listen backlog. Keep it below the process's open-file limit. 0: no limit.
     #[arg(long, env = "SERVICE_MAX_CONNECTIONS", default_value_t = 512)]
     pub max_connections: usize,
     /// Longest graceful shutdown, in seconds: requests still running after it are cut off, and
