@@ -111,17 +111,20 @@ pub fn normalize_ints(schema: &Schema, body: &mut Value) {
     }
 }
 
+/// 2^53: the largest magnitude up to which a float holds every integer exactly.
+const MAX_EXACT_INT: f64 = 9_007_199_254_740_992.0;
+
 fn normalize_value(ty: &Ty, v: &mut Value) {
     match (ty, &mut *v) {
         (Ty::Int, Value::Number(n)) if !(n.is_i64() || n.is_u64()) => {
             let Some(f) = n.as_f64().filter(|f| f.is_finite() && f.fract() == 0.0) else {
                 return;
             };
-            // `as` saturates; only values that round-trip are rewritten.
-            if f >= i64::MIN as f64 && f < i64::MAX as f64 {
+            // Only where every integer is exact in a float (±2^53): `9007199254740993.0` has
+            // already lost its last digit, and must not become some other id. Larger values
+            // stay floats, and the route refuses them, naming the field.
+            if f.abs() <= MAX_EXACT_INT {
                 *v = Value::from(f as i64);
-            } else if f >= 0.0 && f < u64::MAX as f64 {
-                *v = Value::from(f as u64);
             }
         }
         (Ty::Object(schema), Value::Object(_)) => normalize_ints(schema, v),
@@ -450,12 +453,16 @@ mod tests {
             json!({"text": "a", "n": 3.0, "x": 2.0, "hook": {"url": "u"}, "list": [{"url": "u"}]});
         assert!(validate_body(&S, &v).is_ok());
         normalize_ints(&S, &mut v);
-        assert!(v["n"].is_u64() && v["n"].as_u64() == Some(3));
+        assert!(v["n"].as_i64() == Some(3));
         // A number field stays a float.
         assert!(v["x"].is_f64());
         let mut list = json!({"text": "a", "n": 2.5});
         normalize_ints(&S, &mut list);
         assert!(list["n"].is_f64());
+        // Beyond 2^53 a float no longer holds the integer the caller wrote: left alone.
+        let mut big = json!({"text": "a", "n": 1.0e19});
+        normalize_ints(&S, &mut big);
+        assert!(big["n"].is_f64());
     }
 
     #[test]
