@@ -66,6 +66,9 @@ impl RateLog {
     }
 
     fn note(&self) {
+        crate::metrics::Metrics::global()
+            .slow_clients
+            .inc(&[self.what]);
         self.pending.fetch_add(1, Ordering::Relaxed);
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
         if last.is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {

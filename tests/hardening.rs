@@ -385,9 +385,10 @@ async fn cors_is_off_by_default() {
     assert!(!r.headers().contains_key("access-control-allow-origin"));
 }
 
-/// The real binary logs no ERROR for serving its OpenAPI document.
+/// The real binary logs no ERROR for serving its OpenAPI document, logs (and counts) a slow
+/// client without its address, and ends by itself on SIGTERM.
 #[test]
-fn the_first_openapi_request_logs_no_error() {
+fn the_real_binary_logs_no_false_error_and_logs_slow_clients() {
     use std::process::{Command, Stdio};
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .expect("port")
@@ -400,6 +401,7 @@ fn the_first_openapi_request_logs_no_error() {
         .env("SERVICE_DATA_DIR", common::temp_dir("openapi-log"))
         .env("SERVICE_PRELOAD_MODELS", "")
         .env("SERVICE_LOG_JSON", "true")
+        .env("SERVICE_HEADER_READ_TIMEOUT_SECONDS", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -413,6 +415,26 @@ fn the_first_openapi_request_logs_no_error() {
     assert_eq!(
         common::reqwest::blocking_free_get(&format!("{base}/openapi.json")),
         Some(200)
+    );
+    // A client that never finishes its headers is closed and logged, without its address.
+    let mut slow = TcpStream::connect(format!("127.0.0.1:{port}")).expect("connect");
+    slow.write_all(b"GET /livez HTTP/1.1\r\nX-Jane-Roe: ")
+        .expect("partial headers");
+    assert!(
+        closed_by(&mut slow, Instant::now() + PROMPT),
+        "slow client left open"
+    );
+    let metrics = {
+        let mut s = TcpStream::connect(format!("127.0.0.1:{port}")).expect("connect");
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .expect("request");
+        let mut text = String::new();
+        let _ = s.read_to_string(&mut text);
+        text
+    };
+    assert!(
+        metrics.contains("phiflow_slow_client_events_total{event=\"header_read_timeout\"} 1"),
+        "{metrics}"
     );
     // SIGTERM: a graceful, bounded shutdown ends the process by itself.
     let _ = Command::new("kill")
@@ -435,5 +457,9 @@ fn the_first_openapi_request_logs_no_error() {
         .filter(|l| l.contains("\"level\":\"ERROR\""))
         .collect();
     assert!(errors.is_empty(), "false ERROR lines: {errors:?}");
+    let slow: Vec<&str> = out.lines().filter(|l| l.contains("slow clients")).collect();
+    assert_eq!(slow.len(), 1, "{out}");
+    assert!(slow[0].contains("header_read_timeout"), "{}", slow[0]);
+    assert!(!slow[0].contains("127.0.0.1") && !slow[0].contains("Jane"));
     assert!(out.contains("openapi"), "the request was logged");
 }
