@@ -168,7 +168,7 @@ pub struct Settings {
     #[arg(long, env = "SERVICE_MAX_CONNECTIONS", default_value_t = 512)]
     pub max_connections: usize,
     /// Longest graceful shutdown, in seconds: requests still running after it are cut off, and
-    /// job documents still in flight resume after restart.
+    /// job documents still in flight resume after restart. 0: no drain.
     #[arg(long, env = "SERVICE_SHUTDOWN_DRAIN_SECONDS", default_value_t = 30.0)]
     pub shutdown_drain_seconds: f64,
     /// Browser origins allowed to call the API (CORS), comma-separated, exact
