@@ -85,6 +85,10 @@ fn operation(route: &Route, schemas: &mut Map<String, Value>) -> Value {
     responses.insert(route.status.to_string(), success(route.body));
     let exempt = crate::auth::is_exempt(route.path);
     let mut errors: Vec<u16> = route.errors.to_vec();
+    if route.request.is_some() {
+        // Any body can stall past the body read timeout.
+        errors.push(408);
+    }
     if !exempt {
         errors.extend_from_slice(AUTH_ERRORS);
         errors.push(500);
