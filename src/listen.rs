@@ -151,6 +151,10 @@ impl Slots {
     fn prove(&self, id: u64) {
         self.lock().unproven.remove(&id);
     }
+
+    fn is_unproven(&self, id: u64) -> bool {
+        self.lock().unproven.contains_key(&id)
+    }
 }
 
 impl Slot {
@@ -310,8 +314,9 @@ pub async fn serve_http1<I>(
 {
     let slots = Arc::clone(&conn.slot.slots);
     let id = conn.slot.id;
+    let service_slots = Arc::clone(&slots);
     let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
-        slots.prove(id);
+        service_slots.prove(id);
         let ext = req.extensions_mut();
         ext.insert(ConnectInfo(peer));
         extend(ext);
@@ -329,8 +334,12 @@ pub async fn serve_http1<I>(
         tokio::select! {
             res = served.as_mut() => {
                 if let Err(err) = res {
-                    if err.is_timeout() {
+                    // The header timer also runs while a keep-alive connection idles between
+                    // requests: closing one that has sent requests is routine, not a slow client.
+                    if err.is_timeout() && slots.is_unproven(id) {
                         HEADER_TIMEOUTS.note();
+                    } else if err.is_timeout() {
+                        tracing::debug!("idle keep-alive connection closed");
                     } else {
                         tracing::debug!(error = %err, "connection ended with error");
                     }

@@ -416,6 +416,18 @@ fn the_real_binary_logs_no_false_error_and_logs_slow_clients() {
         common::reqwest::blocking_free_get(&format!("{base}/openapi.json")),
         Some(200)
     );
+    // A keep-alive client idling after its request is closed too, but it is no slow client.
+    let mut idle = TcpStream::connect(format!("127.0.0.1:{port}")).expect("connect");
+    idle.write_all(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+        .expect("request");
+    let mut buf = [0u8; 1024];
+    idle.set_read_timeout(Some(PROMPT)).expect("timeout");
+    let n = idle.read(&mut buf).expect("response");
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    assert!(
+        closed_by(&mut idle, Instant::now() + PROMPT),
+        "idle connection left open"
+    );
     // A client that never finishes its headers is closed and logged, without its address.
     let mut slow = TcpStream::connect(format!("127.0.0.1:{port}")).expect("connect");
     slow.write_all(b"GET /livez HTTP/1.1\r\nX-Jane-Roe: ")
