@@ -72,6 +72,35 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The decision library (REST, library and MCP alike) must not reach into the HTTP layer.
+    #[test]
+    fn decisions_do_not_depend_on_api() {
+        fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for entry in std::fs::read_dir(dir).expect("dir").flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    sources(&path, out);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    out.push(path);
+                }
+            }
+        }
+        let mut files = Vec::new();
+        sources(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/decisions"),
+            &mut files,
+        );
+        assert!(!files.is_empty());
+        for file in files {
+            let text = std::fs::read_to_string(&file).expect("source");
+            assert!(
+                !text.contains("crate::api"),
+                "{} depends on api",
+                file.display()
+            );
+        }
+    }
+
     #[test]
     fn declared_names_pass_unchanged() {
         for s in ["body", "model_name", "webhook", "ConceptSets", "a.b-c/d"] {
