@@ -12,8 +12,8 @@ pub enum Device {
     Cuda,
 }
 
-/// Every setting of `phiflow serve`.
-#[derive(Args, Clone, Debug)]
+/// Every setting of `phiflow serve`. `Debug` redacts the secrets (see the impl below).
+#[derive(Args, Clone)]
 pub struct Settings {
     /// Address to listen on.
     #[arg(long, env = "SERVICE_HOST", default_value = "127.0.0.1")]
@@ -151,12 +151,105 @@ pub struct Settings {
     /// For the streaming routes it bounds the time to the first byte, not the whole stream.
     #[arg(long, env = "SERVICE_REQUEST_TIMEOUT_SECONDS", default_value_t = 300.0)]
     pub request_timeout_seconds: f64,
+    /// Longest a client may take to send a request's headers, in seconds; a connection that
+    /// has not sent them in time is closed (slow-client guard). 0: no limit.
+    #[arg(
+        long,
+        env = "SERVICE_HEADER_READ_TIMEOUT_SECONDS",
+        default_value_t = 10.0
+    )]
+    pub header_read_timeout_seconds: f64,
+    /// Longest wait for the next piece of a request body, in seconds; a body that stalls longer
+    /// fails the request (408 `body_timeout`). 0: no limit.
+    #[arg(
+        long,
+        env = "SERVICE_BODY_READ_TIMEOUT_SECONDS",
+        default_value_t = 30.0
+    )]
+    pub body_read_timeout_seconds: f64,
+    /// Most client connections open at once. When all are taken, a new connection evicts the
+    /// oldest one that has not yet sent a complete request; when every one has, new clients
+    /// wait in the listen backlog. Keep it below the process's open-file limit. 0: no limit.
+    #[arg(long, env = "SERVICE_MAX_CONNECTIONS", default_value_t = 512)]
+    pub max_connections: usize,
+    /// Longest graceful shutdown, in seconds: requests still running after it are cut off, and
+    /// job documents still in flight resume after restart. 0: no drain.
+    #[arg(long, env = "SERVICE_SHUTDOWN_DRAIN_SECONDS", default_value_t = 30.0)]
+    pub shutdown_drain_seconds: f64,
+    /// Browser origins allowed to call the API (CORS), comma-separated, exact
+    /// (`https://app.example.org`) or `*`. Unset: no CORS headers (off). Preflights are
+    /// answered before authentication; the actual requests still need credentials.
+    #[arg(long, env = "SERVICE_CORS_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub cors_allowed_origins: Option<Vec<String>>,
     #[command(flatten)]
     pub auth: AuthSettings,
     #[command(flatten)]
     pub tls: TlsArgs,
     #[command(flatten)]
     pub decisions: DecisionSettings,
+}
+
+/// Shown for a secret that is set: whether it is set is useful, its value never is.
+fn redacted(v: &Option<String>) -> Option<&'static str> {
+    v.as_ref().map(|_| "<redacted>")
+}
+
+/// Keys, the upstream token and the upstream URL (which can carry credentials) are redacted, so
+/// a settings dump in a log or a panic message never holds them.
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("models_dir", &self.models_dir)
+            .field("data_dir", &self.data_dir)
+            .field("docs_assets_dir", &self.docs_assets_dir)
+            .field("ort_library", &self.ort_library)
+            .field("device", &self.device)
+            .field("cuda_device_id", &self.cuda_device_id)
+            .field("ort_threads", &self.ort_threads)
+            .field("infer_workers", &self.infer_workers)
+            .field("pii_model", &self.pii_model)
+            .field("analyze_model", &self.analyze_model)
+            .field("preload_models", &self.preload_models)
+            .field("keep_alive", &self.keep_alive)
+            .field("max_resident_models", &self.max_resident_models)
+            .field("model_memory_budget_bytes", &self.model_memory_budget_bytes)
+            .field("batch_token_budget", &self.batch_token_budget)
+            .field("batch_max_padding", &self.batch_max_padding)
+            .field("queue_capacity", &self.queue_capacity)
+            .field("pipelines_dir", &self.pipelines_dir)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_stream_body_bytes", &self.max_stream_body_bytes)
+            .field("max_text_chars", &self.max_text_chars)
+            .field("jobs_db", &self.jobs_db)
+            .field("jobs_workers", &self.jobs_workers)
+            .field("jobs_doc_concurrency", &self.jobs_doc_concurrency)
+            .field("jobs_ttl_seconds", &self.jobs_ttl_seconds)
+            .field("webhook_timeout_seconds", &self.webhook_timeout_seconds)
+            .field("webhook_allowed_hosts", &self.webhook_allowed_hosts)
+            .field("jobs_seal_key", &redacted(&self.jobs_seal_key))
+            .field("deid_secret_key", &redacted(&self.deid_secret_key))
+            .field("gateway_url", &redacted(&self.gateway_url))
+            .field("gateway_model", &self.gateway_model)
+            .field("gateway_api_key", &redacted(&self.gateway_api_key))
+            .field("gateway_timeout_seconds", &self.gateway_timeout_seconds)
+            .field("gateway_audit_log", &self.gateway_audit_log)
+            .field("log_json", &self.log_json)
+            .field("request_timeout_seconds", &self.request_timeout_seconds)
+            .field(
+                "header_read_timeout_seconds",
+                &self.header_read_timeout_seconds,
+            )
+            .field("body_read_timeout_seconds", &self.body_read_timeout_seconds)
+            .field("max_connections", &self.max_connections)
+            .field("shutdown_drain_seconds", &self.shutdown_drain_seconds)
+            .field("cors_allowed_origins", &self.cors_allowed_origins)
+            .field("auth", &self.auth)
+            .field("tls", &self.tls)
+            .field("decisions", &self.decisions)
+            .finish()
+    }
 }
 
 /// Which backend scores decision options.
@@ -367,3 +460,31 @@ impl Settings {
 
 /// Where scripts/fetch-assets puts the library.
 pub const DEFAULT_ORT_LIBRARY: &str = ".assets/onnxruntime-1.31.1/libonnxruntime.so";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_redacts_secrets() {
+        let mut s = Settings::from_env();
+        s.jobs_seal_key = Some("SEAL-KEY-VALUE".into());
+        s.deid_secret_key = Some("DEID-KEY-VALUE".into());
+        s.gateway_api_key = Some("GATEWAY-TOKEN-VALUE".into());
+        s.gateway_url = Some("https://user:PASSWORD@upstream.example/v1".into());
+        s.auth.api_keys = Some("API-KEYS-VALUE".into());
+        s.auth.jwks = Some("JWKS-VALUE".into());
+        let shown = format!("{s:?} {s:#?}");
+        for secret in [
+            "SEAL-KEY-VALUE",
+            "DEID-KEY-VALUE",
+            "GATEWAY-TOKEN-VALUE",
+            "PASSWORD",
+            "API-KEYS-VALUE",
+            "JWKS-VALUE",
+        ] {
+            assert!(!shown.contains(secret), "{secret} leaked");
+        }
+        assert!(shown.contains("<redacted>") && shown.contains("max_connections"));
+    }
+}

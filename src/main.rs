@@ -197,7 +197,21 @@ fn run_mcp(args: McpArgs) -> std::process::ExitCode {
     }
 }
 
+/// A write past the file-size limit (`RLIMIT_FSIZE`) raises SIGXFSZ, whose default action kills
+/// the process. Ignored, the write fails with `EFBIG` instead, and the job store treats that
+/// as a full disk: it waits for space rather than dying.
+#[cfg(unix)]
+fn ignore_sigxfsz() {
+    // SAFETY: setting a signal's disposition to SIG_IGN at start-up, before any thread is
+    // spawned, installs no handler code and touches no Rust state.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
 fn run_serve(settings: Settings) -> std::process::ExitCode {
+    #[cfg(unix)]
+    ignore_sigxfsz();
     init_logging(settings.log_json);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -209,7 +223,7 @@ fn run_serve(settings: Settings) -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         let addr = format!("{}:{}", settings.host, settings.port);
         let state = match phiflow::api::build_state(settings) {
             Ok(s) => s,
@@ -234,7 +248,11 @@ fn run_serve(settings: Settings) -> std::process::ExitCode {
                 std::process::ExitCode::FAILURE
             }
         }
-    })
+    });
+    // The drain deadline has passed: tasks still running (a request cut off, a blocking store
+    // call) must not hold the exit.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    code
 }
 
 async fn shutdown_signal() {
@@ -253,5 +271,4 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     let term = std::future::pending::<()>();
     tokio::select! { _ = ctrl_c => {}, _ = term => {} }
-    tracing::info!("shutting down: draining in-flight requests");
 }

@@ -223,9 +223,20 @@ async fn start(
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let (tx, rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve(listener, app(), Arc::clone(&server), async move {
-        let _ = rx.await;
-    }));
+    let limits = phiflow::listen::Limits {
+        header_read_timeout: Some(Duration::from_secs(10)),
+        max_connections: Some(64),
+        drain: Duration::from_secs(5),
+    };
+    let task = tokio::spawn(serve(
+        listener,
+        app(),
+        Arc::clone(&server),
+        limits,
+        async move {
+            let _ = rx.await;
+        },
+    ));
     Ok(Running {
         addr,
         stop: Some(tx),

@@ -228,3 +228,223 @@ async fn documentation_pages_load_their_scripts_locally() {
     assert_eq!(fetch("/docs/assets/../Cargo.toml").await.status(), 404);
     assert_eq!(fetch("/docs/assets/other.js").await.status(), 404);
 }
+
+#[tokio::test]
+async fn documentation_pages_send_a_content_security_policy() {
+    for page in ["/docs", "/redoc"] {
+        let r = fetch(page).await;
+        assert_eq!(r.status(), 200);
+        let csp = r
+            .headers()
+            .get("content-security-policy")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_else(|| panic!("{page} has no Content-Security-Policy"))
+            .to_string();
+        for directive in [
+            "default-src 'none'",
+            "script-src 'self'",
+            "frame-ancestors 'none'",
+        ] {
+            assert!(csp.contains(directive), "{page}: {csp} lacks {directive}");
+        }
+        assert!(
+            !csp.contains("script-src 'self' 'unsafe-inline'"),
+            "{page}: inline scripts must stay forbidden"
+        );
+        let html = r.text().await.expect("html");
+        // No inline script: every <script> loads a file of this origin.
+        assert_eq!(
+            html.matches("<script").count(),
+            html.matches("<script src=\"docs/assets/").count(),
+            "{page} has an inline script"
+        );
+    }
+    let init = fetch("/docs/assets/swagger-init.js").await;
+    assert_eq!(init.status(), 200);
+    assert!(init.text().await.expect("js").contains("SwaggerUIBundle"));
+}
+
+/// Where the server is stricter than a field's type (patterns, dependent fields, one-of
+/// pairs), the document says so: a body the server refuses with a 422 on a field is invalid
+/// by the document too, and bodies both accept stay valid.
+#[tokio::test]
+async fn the_document_refuses_what_the_server_refuses() {
+    let server = common::server();
+    let doc: Value = fetch("/openapi.json").await.json().await.expect("json");
+    let cohort = doc["paths"]["/cohort/resolve"]["post"]["requestBody"]["content"]
+        ["application/json"]["example"]
+        .clone();
+    let mut cohort_both = cohort.clone();
+    cohort_both["circe"] = json!({});
+    let mut cohort_neither = cohort.clone();
+    if let Some(o) = cohort_neither.as_object_mut() {
+        o.remove("records_jsonl");
+        o.remove("load_id");
+    }
+    let hook = |url: &str, secret: &str| json!({ "documents": [{ "text": "x" }], "webhook": { "url": url, "secret": secret } });
+    let decision = |extra: Value| {
+        let mut d = json!({ "mode": "fixed_choice", "input_text": "x", "options": ["a", "b"] });
+        for (k, v) in extra.as_object().expect("object") {
+            d[k] = v.clone();
+        }
+        d
+    };
+    // (route, request schema, body, the server's 422 or not)
+    let cases: Vec<(&str, &str, Value, bool)> = vec![
+        (
+            "/pii/extract",
+            "PIIExtractRequest",
+            json!({ "text": "x", "model_name": "../etc" }),
+            true,
+        ),
+        (
+            "/pii/extract",
+            "PIIExtractRequest",
+            json!({ "text": "x", "model_name": "a/b/c" }),
+            true,
+        ),
+        (
+            "/pii/extract",
+            "PIIExtractRequest",
+            json!({ "text": "x", "model_name": "no/such-model" }),
+            false,
+        ),
+        (
+            "/privacy-gateway/complete",
+            "PrivacyGatewayRequest",
+            json!({ "text": "x", "policy": "no spaces" }),
+            true,
+        ),
+        (
+            "/jobs",
+            "DeidentifyJobRequest",
+            hook("ftp://example.org/h", "s"),
+            true,
+        ),
+        (
+            "/jobs",
+            "DeidentifyJobRequest",
+            hook("http://user:pw@127.0.0.1/h", "s"),
+            true,
+        ),
+        (
+            "/jobs",
+            "DeidentifyJobRequest",
+            hook("http://127.0.0.1:9/h", "   "),
+            true,
+        ),
+        (
+            "/models/unload",
+            "ModelUnloadRequest",
+            json!({ "all": false }),
+            true,
+        ),
+        (
+            "/models/unload",
+            "ModelUnloadRequest",
+            json!({ "model_name": " " }),
+            true,
+        ),
+        (
+            "/pii/deidentify",
+            "PIIDeidentifyRequest",
+            json!({ "text": "x", "date_shift_days": 3 }),
+            true,
+        ),
+        (
+            "/pii/deidentify",
+            "PIIDeidentifyRequest",
+            json!({ "text": "x", "method": "shift_dates", "date_shift_days": 0 }),
+            true,
+        ),
+        (
+            "/pii/deidentify",
+            "PIIDeidentifyRequest",
+            json!({ "text": "x", "shift_dates": true, "method": "mask" }),
+            true,
+        ),
+        (
+            "/pii/deidentify",
+            "PIIDeidentifyRequest",
+            json!({ "text": "x", "method": "shift_dates", "date_shift_days": 3 }),
+            false,
+        ),
+        (
+            "/pii/deidentify",
+            "PIIDeidentifyRequest",
+            json!({ "text": "x", "shift_dates": true, "date_shift_days": -2 }),
+            false,
+        ),
+        ("/cohort/resolve", "CohortResolveRequest", cohort_both, true),
+        (
+            "/cohort/resolve",
+            "CohortResolveRequest",
+            cohort_neither,
+            true,
+        ),
+        (
+            "/cohort/resolve",
+            "CohortResolveRequest",
+            json!({ "phenotype": {}, "load_id": "omop-XYZ" }),
+            true,
+        ),
+        ("/cohort/resolve", "CohortResolveRequest", cohort, false),
+        (
+            "/v1/decisions",
+            "DecisionRequest",
+            decision(json!({ "schema_version": "01.0.0" })),
+            true,
+        ),
+        (
+            "/v1/decisions",
+            "DecisionRequest",
+            decision(json!({ "schema_version": "1.0.0-rc.1" })),
+            false,
+        ),
+        (
+            "/v1/decisions",
+            "DecisionRequest",
+            decision(json!({ "options": ["a", "b".repeat(300)] })),
+            true,
+        ),
+    ];
+    let mut samples = Vec::new();
+    for (route, schema, body, refused) in &cases {
+        let (status, answer) = server.post(route, body).await;
+        if *refused {
+            assert_eq!(status, 422, "{route} {body}: {answer}");
+        } else {
+            assert_ne!(status, 422, "{route} {body}: {answer}");
+        }
+        samples.push(json!([schema, body, !refused]));
+    }
+    let dir = common::temp_dir("openapi-requests");
+    std::fs::write(dir.join("doc.json"), doc.to_string()).expect("write");
+    std::fs::write(dir.join("cases.json"), json!(samples).to_string()).expect("write");
+    let script = r##"
+import json, sys
+from jsonschema import Draft202012Validator
+doc = json.load(open(sys.argv[1]))
+bad = []
+for name, instance, valid in json.load(open(sys.argv[2])):
+    schema = dict(doc, **{"$ref": "#/components/schemas/" + name})
+    ok = Draft202012Validator(schema).is_valid(instance)
+    if ok != valid:
+        bad.append(f"{name}: document says {'valid' if ok else 'invalid'}: {json.dumps(instance)[:200]}")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+"##;
+    let out = Command::new(python())
+        .arg("-c")
+        .arg(script)
+        .arg(dir.join("doc.json"))
+        .arg(dir.join("cases.json"))
+        .output()
+        .expect("run jsonschema");
+    assert!(
+        out.status.success(),
+        "the document and the server disagree:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::error::ApiError;
 use super::state::AppState;
-use super::validate::{Schema, validate_body};
+use super::validate::{Schema, normalize_ints, validate_body};
 
 /// A request type with its declared schema.
 pub trait Validated: DeserializeOwned + Send {
@@ -28,7 +28,9 @@ fn is_json(content_type: &str) -> bool {
         .unwrap_or("")
         .trim()
         .to_ascii_lowercase();
-    mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+    // Only JSON itself: `application/json-patch+json` and other `+json` types carry other
+    // semantics, and the README promises 415 for them.
+    mime == "application/json"
 }
 
 /// Reads, parses and validates the body against `schema`, with the one-shot limits.
@@ -74,9 +76,10 @@ pub async fn read_json_limited(
             None,
         ));
     }
-    let value = parse_body(&bytes)?;
+    let mut value = parse_body(&bytes)?;
     drop(bytes);
     validate_body(schema, &value).map_err(ApiError::Validation)?;
+    normalize_ints(schema, &mut value);
     check_text_lengths(schema, &value, max_text_chars.unwrap_or(usize::MAX))?;
     Ok(value)
 }
@@ -193,7 +196,10 @@ async fn read_body(
     let mut buf = Vec::with_capacity(declared.unwrap_or(0).min(limit));
     let mut frames = body.into_data_stream();
     while let Some(frame) = frames.next().await {
-        let chunk = frame.map_err(|_| {
+        let chunk = frame.map_err(|e| {
+            if is_body_timeout(e) {
+                return ApiError::BodyTimeout;
+            }
             ApiError::validation_one(
                 &[json!("body")],
                 "body_incomplete",
@@ -207,6 +213,43 @@ async fn read_body(
         buf.extend_from_slice(&chunk);
     }
     Ok(buf)
+}
+
+/// The error a body gives when its next piece took longer than the body read timeout.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body stalled past the body read timeout")]
+pub struct BodyTimeout;
+
+/// Whether the error, or one it wraps (the body layers wrap each other's errors), is ours.
+fn is_body_timeout(e: axum::Error) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(err) = cur {
+        if err.is::<BodyTimeout>() {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
+}
+
+/// `body` with a bound on the wait for each next piece: a client that stalls mid-body fails
+/// its request ([`BodyTimeout`]) instead of holding a task and a buffer for ever.
+pub fn with_read_timeout(body: axum::body::Body, limit: std::time::Duration) -> axum::body::Body {
+    use futures_util::StreamExt;
+    let frames = body.into_data_stream();
+    let timed = futures_util::stream::unfold(Some(frames), move |frames| async move {
+        let mut frames = frames?;
+        match tokio::time::timeout(limit, frames.next()).await {
+            Ok(Some(Ok(chunk))) => Some((Ok(chunk), Some(frames))),
+            Ok(Some(Err(e))) => Some((Err(axum::Error::new(e)), None)),
+            Ok(None) => None,
+            Err(_) => {
+                crate::listen::note_body_timeout();
+                Some((Err(axum::Error::new(BodyTimeout)), None))
+            }
+        }
+    });
+    axum::body::Body::from_stream(timed)
 }
 
 /// Text fields are non-empty and bounded in characters (the limit is a setting).
@@ -262,6 +305,16 @@ impl<T: Validated> FromRequest<AppState> for Valid<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_application_json_is_json() {
+        assert!(is_json("application/json"));
+        assert!(is_json("Application/JSON; charset=utf-8"));
+        assert!(!is_json("application/json-patch+json"));
+        assert!(!is_json("application/merge-patch+json"));
+        assert!(!is_json("text/json"));
+        assert!(!is_json(""));
+    }
 
     #[test]
     fn unescape_agrees_with_serde_json() {

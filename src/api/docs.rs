@@ -30,9 +30,9 @@ pub async fn openapi_json() -> Response {
 const SWAGGER_UI: &str = r##"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>phiflow API</title>
 <link rel="stylesheet" href="docs/assets/swagger-ui.css"></head>
-<body><div id="swagger-ui"></div>
+<body><div id="swagger-ui" data-url="openapi.json"></div>
 <script src="docs/assets/swagger-ui-bundle.js"></script>
-<script>window.ui = SwaggerUIBundle({ url: "openapi.json", dom_id: "#swagger-ui" });</script>
+<script src="docs/assets/swagger-init.js"></script>
 </body></html>
 "##;
 
@@ -43,12 +43,45 @@ const REDOC: &str = r#"<!doctype html>
 </body></html>
 "#;
 
-pub async fn swagger_ui() -> Html<&'static str> {
-    Html(SWAGGER_UI)
+/// Swagger UI's start-up, served as a file so the pages need no inline script.
+const SWAGGER_INIT: &str = "window.ui = SwaggerUIBundle({ url: document.getElementById(\"swagger-ui\").dataset.url, \
+     dom_id: \"#swagger-ui\" });\n";
+
+/// The pages load only their own scripts and styles and the document, from this origin (no
+/// inline script); `'unsafe-inline'` styles because both renderers set styles at run time, and
+/// Redoc renders in a worker from a `blob:` URL. Nothing may frame the pages.
+pub const DOCS_CSP: &str = "default-src 'none'; script-src 'self'; \
+style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; \
+connect-src 'self'; worker-src 'self' blob:; base-uri 'none'; form-action 'none'; \
+frame-ancestors 'none'";
+
+fn page(html: &'static str) -> Response {
+    (
+        [
+            (
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(DOCS_CSP),
+            ),
+            (
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            ),
+            (
+                header::REFERRER_POLICY,
+                HeaderValue::from_static("no-referrer"),
+            ),
+        ],
+        Html(html),
+    )
+        .into_response()
 }
 
-pub async fn redoc() -> Html<&'static str> {
-    Html(REDOC)
+pub async fn swagger_ui() -> Response {
+    page(SWAGGER_UI)
+}
+
+pub async fn redoc() -> Response {
+    page(REDOC)
 }
 
 /// The files the pages load; nothing else in the folder is served.
@@ -62,6 +95,16 @@ pub async fn asset(
     State(state): State<AppState>,
     Path(file): Path<String>,
 ) -> Result<Response, ApiError> {
+    if file == "swagger-init.js" {
+        return Ok((
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/javascript; charset=utf-8"),
+            )],
+            SWAGGER_INIT,
+        )
+            .into_response());
+    }
     let Some((name, content_type)) = ASSETS.iter().find(|(name, _)| *name == file) else {
         return Err(ApiError::NotFound {
             code: "route_not_found",

@@ -16,6 +16,9 @@ tokio::task_local! {
     pub static REQUEST_ID: String;
 }
 
+/// `Retry-After` of the storage errors: space and permissions come back on an operator's time.
+const STORAGE_RETRY_SECS: u64 = 30;
+
 /// Every error a route can return.
 #[derive(Debug)]
 pub enum ApiError {
@@ -23,6 +26,15 @@ pub enum ApiError {
     UnsupportedMediaType,
     PayloadTooLarge {
         limit: usize,
+    },
+    /// The request body stalled longer than the body read timeout.
+    BodyTimeout,
+    /// The job store's disk is full: nothing new is accepted until space returns.
+    InsufficientStorage,
+    /// The job store cannot be used (read-only or broken data directory); `reason` is fixed
+    /// text, never caller data.
+    StorageUnavailable {
+        reason: String,
     },
     ModelNotFound {
         requested: String,
@@ -145,7 +157,18 @@ pub fn request_id() -> Option<String> {
 impl ApiError {
     /// The envelope's code and message: what error responses and records inside a started
     /// stream or a job both say.
+    /// An internal error's detail is logged here (it never holds caller text; the body says
+    /// nothing of it).
     pub fn code_and_message(&self) -> (&'static str, &'static str) {
+        if let Self::Internal(detail) = self {
+            tracing::error!(error = %detail, "internal error");
+        }
+        self.code_and_message_quiet()
+    }
+
+    /// The code and message without logging: the OpenAPI document's examples are built from
+    /// errors that never happened, and must not log a false ERROR.
+    fn code_and_message_quiet(&self) -> (&'static str, &'static str) {
         match self {
             Self::Validation(_) => ("validation_error", "The request is invalid"),
             Self::UnsupportedMediaType => (
@@ -155,6 +178,15 @@ impl ApiError {
             Self::PayloadTooLarge { .. } => {
                 ("payload_too_large", "Request body exceeds the maximum size")
             }
+            Self::BodyTimeout => ("body_timeout", "The request body was not received in time"),
+            Self::InsufficientStorage => (
+                "insufficient_storage",
+                "The job store's disk is full; retry when space is freed",
+            ),
+            Self::StorageUnavailable { .. } => (
+                "storage_unavailable",
+                "The job store is unavailable; routes that need no storage still serve",
+            ),
             Self::ModelNotFound { .. } => {
                 ("model_not_found", "The requested model is not installed")
             }
@@ -169,17 +201,13 @@ impl ApiError {
             Self::Auth(failure) => (failure.code(), failure.message()),
             Self::Timeout { .. } => ("timeout", "The request took longer than the service allows"),
             Self::Gateway(f) => (f.code(), f.message()),
-            Self::Internal(detail) => {
-                // The detail stays in the log (it never holds caller text); the body says nothing.
-                tracing::error!(error = %detail, "internal error");
-                ("internal_error", "Internal server error")
-            }
+            Self::Internal(_) => ("internal_error", "Internal server error"),
         }
     }
 }
 
 impl ApiError {
-    /// The status and the envelope body.
+    /// The status and the envelope body (logs nothing; responses log in `into_response`).
     pub fn envelope(&self) -> (StatusCode, Value) {
         let (status, details) = match self {
             Self::Validation(detail) => {
@@ -196,13 +224,19 @@ impl ApiError {
                 StatusCode::PAYLOAD_TOO_LARGE,
                 json!({ "max_body_bytes": limit }),
             ),
-            Self::ModelNotFound {
-                requested,
-                installed,
-            } => (
-                StatusCode::NOT_FOUND,
-                json!({ "model_name": requested, "installed": installed }),
+            Self::BodyTimeout => (StatusCode::REQUEST_TIMEOUT, Value::Null),
+            Self::InsufficientStorage => (
+                StatusCode::INSUFFICIENT_STORAGE,
+                json!({ "retry_after_seconds": STORAGE_RETRY_SECS }),
             ),
+            Self::StorageUnavailable { reason } => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({ "reason": reason, "retry_after_seconds": STORAGE_RETRY_SECS }),
+            ),
+            // The requested name is caller input: only the installed ids are listed.
+            Self::ModelNotFound { installed, .. } => {
+                (StatusCode::NOT_FOUND, json!({ "installed": installed }))
+            }
             Self::NotFound { .. } => (StatusCode::NOT_FOUND, Value::Null),
             Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, Value::Null),
             Self::Conflict { .. } => (StatusCode::CONFLICT, Value::Null),
@@ -236,7 +270,7 @@ impl ApiError {
             ),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, Value::Null),
         };
-        let (code, message) = self.code_and_message();
+        let (code, message) = self.code_and_message_quiet();
         let body = json!({
             "error": { "code": code, "message": message, "details": details, "request_id": request_id() }
         });
@@ -250,6 +284,7 @@ impl ApiError {
                 retry_after_secs, ..
             } => Some(*retry_after_secs),
             Self::Auth(failure) => failure.retry_after_secs(),
+            Self::InsufficientStorage | Self::StorageUnavailable { .. } => Some(STORAGE_RETRY_SECS),
             _ => None,
         }
     }
@@ -257,6 +292,9 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        if let Self::Internal(detail) = &self {
+            tracing::error!(error = %detail, "internal error");
+        }
         let (status, body) = self.envelope();
         let mut r = (status, axum::Json(body)).into_response();
         if let Some(secs) = self.retry_after() {

@@ -16,6 +16,11 @@ use crate::fhir::ingest::{CreateError, Ingestions, SummaryError};
 use crate::jobs::JobError;
 
 fn ingestions(state: &AppState) -> Result<Arc<Ingestions>, ApiError> {
+    if let Some(reason) = &state.jobs_unavailable {
+        return Err(ApiError::StorageUnavailable {
+            reason: reason.to_string(),
+        });
+    }
     state.ingestions.clone().ok_or(ApiError::NotFound {
         code: "ingestions_disabled",
         message: "This process runs without a job store",

@@ -75,6 +75,11 @@ impl Processor for Arc<JobProcessor> {
 }
 
 fn jobs_of(state: &AppState) -> Result<Arc<Jobs>, ApiError> {
+    if let Some(reason) = &state.jobs_unavailable {
+        return Err(ApiError::StorageUnavailable {
+            reason: reason.to_string(),
+        });
+    }
     state.jobs.clone().ok_or(ApiError::NotFound {
         code: "jobs_disabled",
         message: "This process runs without a job store",
@@ -82,11 +87,19 @@ fn jobs_of(state: &AppState) -> Result<Arc<Jobs>, ApiError> {
 }
 
 fn store_error(e: JobError) -> ApiError {
+    use crate::jobs::StorageProblem;
     match e {
         JobError::Invalid(why) => {
             ApiError::validation_one(&[json!("body")], "value_error", why, None)
         }
-        other => ApiError::Internal(other.to_string()),
+        other => match other.storage_problem() {
+            // A full disk is the operator's to fix, not a server fault: 507 with Retry-After.
+            Some(StorageProblem::Full) => ApiError::InsufficientStorage,
+            Some(problem) => ApiError::StorageUnavailable {
+                reason: problem.describe().into(),
+            },
+            None => ApiError::Internal(other.to_string()),
+        },
     }
 }
 
@@ -214,13 +227,8 @@ pub async fn create(State(state): State<AppState>, req: Request) -> Result<Respo
     })?;
     // Resolve now: conflicts are the caller's 422, not a failed job later.
     let setup = state.deid.prepare(&parsed)?;
-    let installed = state.registry.installed();
-    if !installed.contains(&setup.model_name) {
-        return Err(ApiError::ModelNotFound {
-            requested: setup.model_name.clone(),
-            installed,
-        });
-    }
+    // The same name check as the one-shot routes: a malformed name is a 422 on `model_name`.
+    state.registry.files(&setup.model_name)?;
     // One date offset for the whole job, so a patient's documents stay consistent.
     if setup.resolved.plan.method == Method::ShiftDates
         && parsed.date_shift_days.is_none()

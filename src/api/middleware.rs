@@ -122,3 +122,15 @@ pub async fn timeout(State(state): State<AppState>, req: Request, next: Next) ->
         Err(_) => ApiError::Timeout { seconds: secs }.into_response(),
     }
 }
+
+/// Bounds the wait for each piece of the request body (`SERVICE_BODY_READ_TIMEOUT_SECONDS`);
+/// the headers are bounded by the connection (`crate::listen`).
+pub async fn body_timeout(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let secs = state.settings.body_read_timeout_seconds;
+    if !(secs.is_finite() && secs > 0.0) {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let body = super::body::with_read_timeout(body, Duration::from_secs_f64(secs));
+    next.run(Request::from_parts(parts, body)).await
+}

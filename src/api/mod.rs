@@ -4,6 +4,7 @@
 mod body;
 pub mod catalog;
 mod cohort;
+mod cors;
 mod decisions;
 mod deidentify;
 mod detect;
@@ -52,11 +53,19 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
+            middleware::body_timeout,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
             middleware::timeout,
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             middleware::authenticate,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            cors::cors,
         ))
         .layer(axum::middleware::from_fn(middleware::observe))
         .layer(axum::middleware::from_fn(middleware::request_id))
@@ -173,13 +182,27 @@ fn build(settings: Settings, with_jobs: bool) -> Result<AppState, StartError> {
         deid.pipelines().clone(),
         deid.policies().clone(),
     );
-    let (jobs, ingestions) = if with_jobs {
-        (
-            Some(open_jobs(&settings, &deid)?),
-            Some(crate::fhir::ingest::Ingestions::open(deid.clone())?),
-        )
+    let (jobs, jobs_unavailable) = if with_jobs {
+        match open_jobs(&settings, &deid) {
+            Ok(jobs) => (Some(jobs), None),
+            // Storage the job store cannot use must not stop the routes that need none.
+            Err(StartError::Jobs(e)) if e.storage_problem().is_some() => {
+                let problem = e
+                    .storage_problem()
+                    .unwrap_or(crate::jobs::StorageProblem::Unavailable);
+                tracing::error!(error = %e, "job store unavailable; job routes answer 503");
+                let reason = format!("job store unavailable: {}", problem.describe());
+                (None, Some(Arc::from(reason)))
+            }
+            Err(e) => return Err(e),
+        }
     } else {
         (None, None)
+    };
+    // Ingestions share the job store's database: where it opened, they open too.
+    let ingestions = match &jobs {
+        Some(_) => Some(crate::fhir::ingest::Ingestions::open(deid.clone())?),
+        None => None,
     };
     let auth = Arc::new(crate::auth::Authenticator::new(
         crate::auth::AuthConfig::from_lookup(|name| settings.auth.lookup(name))?,
@@ -200,6 +223,7 @@ fn build(settings: Settings, with_jobs: bool) -> Result<AppState, StartError> {
         readiness: Arc::new(Readiness::default()),
         jobs,
         ingestions,
+        jobs_unavailable,
     };
     spawn_preload(state.clone());
     Ok(state)
@@ -234,11 +258,12 @@ fn spawn_preload(state: AppState) {
     });
 }
 
-/// How long shutdown waits for job documents in flight; the rest resume after restart.
+/// Most that shutdown waits for job documents in flight; the rest resume after restart.
 const JOBS_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Serves until `shutdown` resolves, then drains in-flight requests and lets the job workers
-/// finish the documents they hold.
+/// finish the documents they hold, all within `SERVICE_SHUTDOWN_DRAIN_SECONDS`: what is still
+/// running at the deadline is cut off (job documents resume after restart).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
@@ -246,20 +271,35 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let jobs = state.jobs.clone();
     let tls = state.tls.clone();
+    let limits = crate::listen::Limits::from_settings(&state.settings);
+    let drain = limits.drain;
     let app = router(state);
+    // The drain deadline counts from the shutdown signal.
+    let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<tokio::time::Instant>();
+    let shutdown = async move {
+        shutdown.await;
+        tracing::info!(
+            drain_seconds = drain.as_secs_f64(),
+            "shutting down: draining in-flight requests"
+        );
+        let _ = signalled_tx.send(tokio::time::Instant::now());
+    };
     let served = match tls {
-        Some(tls) => crate::tls::serve(listener, app, tls, shutdown).await,
+        Some(tls) => crate::tls::serve(listener, app, tls, limits, shutdown).await,
         None => {
-            axum::serve(
-                listener,
-                app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-            )
-            .with_graceful_shutdown(shutdown)
+            crate::listen::accept_loop(listener, limits, shutdown, move |tcp, peer, conn| {
+                crate::listen::serve_http1(tcp, peer, app.clone(), conn, |_| {})
+            })
             .await
         }
     };
+    let deadline = signalled_rx
+        .await
+        .unwrap_or_else(|_| tokio::time::Instant::now())
+        + drain;
     if let Some(jobs) = jobs {
-        jobs.shutdown(JOBS_GRACE).await;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        jobs.shutdown(left.min(JOBS_GRACE)).await;
     }
     served
 }

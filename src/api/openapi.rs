@@ -85,6 +85,10 @@ fn operation(route: &Route, schemas: &mut Map<String, Value>) -> Value {
     responses.insert(route.status.to_string(), success(route.body));
     let exempt = crate::auth::is_exempt(route.path);
     let mut errors: Vec<u16> = route.errors.to_vec();
+    if route.request.is_some() {
+        // Any body can stall past the body read timeout.
+        errors.push(408);
+    }
     if !exempt {
         errors.extend_from_slice(AUTH_ERRORS);
         errors.push(500);
@@ -178,7 +182,7 @@ fn object_schema(schema: &Schema, schemas: &mut Map<String, Value>) -> Value {
     let mut properties = Map::new();
     let mut required = Vec::new();
     for field in schema.fields {
-        properties.insert(field.name.into(), field_schema(field, schemas));
+        properties.insert(field.name.into(), field_schema(schema.name, field, schemas));
         if field.required {
             required.push(field.name);
         }
@@ -192,12 +196,21 @@ fn object_schema(schema: &Schema, schemas: &mut Map<String, Value>) -> Value {
     if !required.is_empty() {
         object["required"] = json!(required);
     }
+    refine_object(schema, &mut object);
     if !schema.one_of.is_empty() {
+        // "Given" as the validator counts it: `false`, null and blank strings are not.
         object["anyOf"] = json!(
             schema
                 .one_of
                 .iter()
-                .map(|f| json!({ "required": [f] }))
+                .map(|f| {
+                    let given = match schema.fields.iter().find(|x| x.name == *f).map(|x| &x.ty) {
+                        Some(Ty::Bool) => json!({ "const": true }),
+                        Some(Ty::Str) => json!({ "type": "string", "pattern": r"\S" }),
+                        _ => json!({ "not": { "type": "null" } }),
+                    };
+                    json!({ "required": [f], "properties": { *f: given } })
+                })
                 .collect::<Vec<_>>()
         );
         object["description"] = json!(format!(
@@ -208,9 +221,10 @@ fn object_schema(schema: &Schema, schemas: &mut Map<String, Value>) -> Value {
     object
 }
 
-fn field_schema(field: &Field, schemas: &mut Map<String, Value>) -> Value {
+fn field_schema(schema: &str, field: &Field, schemas: &mut Map<String, Value>) -> Value {
     let mut s = ty_schema(&field.ty, schemas);
     if let Some(obj) = s.as_object_mut() {
+        refine_field(schema, field.name, obj);
         for bound in field.bounds {
             let (key, v) = match *bound {
                 Bound::Ge(v) => ("minimum", v),
@@ -242,6 +256,90 @@ fn field_schema(field: &Field, schemas: &mut Map<String, Value>) -> Value {
     }
 }
 
+/// A model id: `name` or `org/name`, each part 1 to 128 of `A-Z a-z 0-9 . _ -` and neither
+/// `.` nor `..` (enforced by `inference::registry::model_dir`).
+pub const MODEL_NAME_PATTERN: &str =
+    r"^(?!\.\.?(/|$))(?!.*/\.\.?$)[A-Za-z0-9._-]{1,128}(/[A-Za-z0-9._-]{1,128})?$";
+
+/// Semantic versioning 2.0.0, as `decisions::version::parse_semver` reads it.
+const SEMVER_PATTERN: &str = r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-((0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(\.(0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$";
+
+/// What the server checks of one field beyond its declared type, said in the document too
+/// (each names the check that enforces it, so the two are kept together).
+fn refine_field(schema: &str, field: &str, s: &mut Map<String, Value>) {
+    let mut set = |k: &str, v: Value| {
+        s.insert(k.into(), v);
+    };
+    match (schema, field) {
+        // inference::registry::model_dir
+        (_, "model_name") => set("pattern", json!(MODEL_NAME_PATTERN)),
+        // omop::dataset::is_load_id
+        (_, "load_id") => set("pattern", json!("^omop-[0-9a-f]{24}$")),
+        // deid::options::resolve: a zero shift is refused
+        (_, "date_shift_days") => set("not", json!({ "const": 0 })),
+        // api::gateway::valid_policy_name
+        ("PrivacyGatewayRequest", "policy") => set("pattern", json!("^[A-Za-z0-9_.-]{1,64}$")),
+        // jobs::webhook::check_url: http(s), a host, no credentials
+        ("JobWebhookRequest", "url") => {
+            set("format", json!("uri"));
+            set(
+                "pattern",
+                json!(r"^[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\s]+([/?#]\S*)?$"),
+            );
+        }
+        // api::jobs::check_job: the secret must not be blank
+        ("JobWebhookRequest", "secret") => set("pattern", json!(r"\S")),
+        // decisions::request: each option at most 256 characters
+        ("DecisionRequest", "options") => {
+            set(
+                "items",
+                json!({ "type": "string", "maxLength": crate::decisions::request::MAX_OPTION_CHARS }),
+            );
+        }
+        _ => {}
+    }
+}
+
+/// What the server checks across fields of a request, said in the document too.
+fn refine_object(schema: &Schema, object: &mut Value) {
+    let has = |name: &str| schema.fields.iter().any(|f| f.name == name);
+    let mut all_of = Vec::new();
+    if schema.name == "CohortResolveRequest" {
+        // api::cohort::exactly_one, twice.
+        for (a, b) in [("phenotype", "circe"), ("records_jsonl", "load_id")] {
+            all_of.push(json!({ "oneOf": [{ "required": [a] }, { "required": [b] }] }));
+        }
+    }
+    if has("date_shift_days") && has("method") && has("shift_dates") {
+        // deid::options::resolve: a shift needs the method shift_dates (asked for, implied by
+        // `shift_dates: true`, or fixed by a policy), and `shift_dates` must agree with
+        // `method`.
+        let number = json!({ "required": ["date_shift_days"],
+            "properties": { "date_shift_days": { "type": "integer" } } });
+        all_of.push(json!({
+            "if": number,
+            "then": { "anyOf": [
+                { "required": ["method"], "properties": { "method": { "const": "shift_dates" } } },
+                { "required": ["shift_dates"], "properties": { "shift_dates": { "const": true } } },
+                { "required": ["policy"], "properties": { "policy": { "type": "string" } } },
+            ] },
+        }));
+        all_of.push(json!({
+            "if": { "required": ["shift_dates", "method"],
+                    "properties": { "shift_dates": { "type": "boolean" } } },
+            "then": { "anyOf": [
+                { "properties": { "shift_dates": { "const": true },
+                                  "method": { "const": "shift_dates" } } },
+                { "properties": { "shift_dates": { "const": false },
+                                  "method": { "not": { "const": "shift_dates" } } } },
+            ] },
+        }));
+    }
+    if !all_of.is_empty() {
+        object["allOf"] = json!(all_of);
+    }
+}
+
 fn ty_schema(ty: &Ty, schemas: &mut Map<String, Value>) -> Value {
     match ty {
         Ty::Str => json!({ "type": "string" }),
@@ -254,7 +352,7 @@ fn ty_schema(ty: &Ty, schemas: &mut Map<String, Value>) -> Value {
             "description": "Seconds (number), a duration string such as `5m` or `1h30m`, \
                 `-1` for forever, `0` to unload after the request, or null for the server default",
         }),
-        Ty::Semver => json!({ "type": "string", "pattern": r"^\d+\.\d+\.\d+$" }),
+        Ty::Semver => json!({ "type": "string", "pattern": SEMVER_PATTERN }),
         Ty::Object(schema) => register(schema, schemas),
         Ty::AnyObject => json!({ "type": "object" }),
         Ty::Array(item) => json!({ "type": "array", "items": ty_schema(item, schemas) }),

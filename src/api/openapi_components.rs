@@ -94,6 +94,11 @@ pub fn error_responses() -> Value {
             "Body over the size limit",
             ApiError::PayloadTooLarge { limit: 33_554_432 },
         ),
+        (
+            408,
+            "The request body stalled past the body read timeout",
+            ApiError::BodyTimeout,
+        ),
         (415, "Body is not JSON", ApiError::UnsupportedMediaType),
         (
             422,
@@ -139,6 +144,11 @@ pub fn error_responses() -> Value {
             504,
             "The per-request timeout passed",
             ApiError::Timeout { seconds: 300.0 },
+        ),
+        (
+            507,
+            "The job store's disk is full; retry after the given seconds",
+            ApiError::InsufficientStorage,
         ),
     ];
     let mut out = Map::new();
@@ -409,6 +419,8 @@ pub fn schemas() -> Map<String, Value> {
                     "completed_at": { "type": ["string", "null"] },
                     "expires_at": { "type": ["string", "null"] },
                     "status_url": string, "results_url": string,
+                    "waiting_for": { "type": "string", "enum": ["storage"],
+                        "description": "Present while the job's writes wait for disk space" },
                 },
             }),
         ),
@@ -541,6 +553,8 @@ pub fn schemas() -> Map<String, Value> {
                 "properties": {
                     "status": { "type": "string", "enum": ["ready", "not_ready"] },
                     "reasons": { "type": "array", "items": string },
+                    "degraded": { "type": "array", "items": string,
+                        "description": "Ready, but these parts are impaired (e.g. the job store)" },
                 },
             }),
         ),

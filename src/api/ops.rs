@@ -16,12 +16,26 @@ pub async fn livez() -> Json<Value> {
     Json(json!({ "status": "ok" }))
 }
 
-/// 200 once the default models are loaded at start-up; 503 with the reasons before.
+/// 200 once the default models are loaded at start-up; 503 with the reasons before. A job
+/// store that cannot be used does not make the service unready (every other route serves):
+/// it is listed under `degraded`, as is a job waiting for storage.
 pub async fn readyz(State(state): State<AppState>) -> Response {
-    let (ready, reasons) = state.readiness.get();
+    let (ready, mut reasons) = state.readiness.get();
+    let mut degraded = Vec::new();
+    if let Some(why) = &state.jobs_unavailable {
+        degraded.push(why.to_string());
+    }
+    if state.jobs.as_ref().is_some_and(|j| j.waiting_for_storage()) {
+        degraded.push("job store: jobs are waiting for storage (the disk is full)".to_string());
+    }
     if ready {
-        Json(json!({ "status": "ready" })).into_response()
+        if degraded.is_empty() {
+            Json(json!({ "status": "ready" })).into_response()
+        } else {
+            Json(json!({ "status": "ready", "degraded": degraded })).into_response()
+        }
     } else {
+        reasons.extend(degraded);
         (
             StatusCode::SERVICE_UNAVAILABLE,
             Json(json!({ "status": "not_ready", "reasons": reasons })),

@@ -20,10 +20,14 @@ pub struct AppState {
     pub auth: Arc<crate::auth::Authenticator>,
     /// HTTPS (and mutual TLS) when configured.
     pub tls: Option<Arc<crate::tls::TlsServer>>,
-    /// The durable job store; `None` in processes that serve no HTTP (evaluation).
+    /// The durable job store; `None` in processes that serve no HTTP (evaluation), or when
+    /// it could not be opened (then `jobs_unavailable` says why).
     pub jobs: Option<Arc<crate::jobs::Jobs>>,
     /// FHIR Bulk Data ingestions (in the job store); `None` where `jobs` is.
     pub ingestions: Option<Arc<crate::fhir::ingest::Ingestions>>,
+    /// Why the job store could not be opened (read-only or broken data directory): job routes
+    /// answer 503 `storage_unavailable` with it and `/readyz` lists it; everything else serves.
+    pub jobs_unavailable: Option<Arc<str>>,
     /// The privacy gateway's upstream and audit log; `None` when no upstream is configured.
     pub gateway: Option<Arc<Gateway>>,
     /// The decision engine (backend, calibration profiles, access policy).

@@ -1,37 +1,10 @@
 //! Declarative request validation: every violation of a request body is found and reported with
 //! its location (`loc`), in the interface's HTTPValidationError form. Messages never echo input.
 
-use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::inference::KeepAlive;
-
-/// One entry of `detail`.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct Violation {
-    pub loc: Vec<Value>,
-    pub msg: String,
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ctx: Option<Value>,
-}
-
-impl Violation {
-    pub fn new(
-        loc: &[Value],
-        kind: &'static str,
-        msg: impl Into<String>,
-        ctx: Option<Value>,
-    ) -> Self {
-        Self {
-            loc: loc.to_vec(),
-            msg: msg.into(),
-            kind,
-            ctx,
-        }
-    }
-}
+pub use crate::validation::Violation;
 
 /// The type of one field.
 #[derive(Debug, Clone)]
@@ -122,6 +95,46 @@ pub fn validate_body(schema: &Schema, body: &Value) -> Result<(), Vec<Violation>
     let mut out = Vec::new();
     validate_object(schema, body, &[json!("body")], &mut out);
     if out.is_empty() { Ok(()) } else { Err(out) }
+}
+
+/// Rewrites integral floats (`2.0`) in integer fields as integers, after validation accepted
+/// them: every route then reads `2.0` as `2`, as `/v1/decisions` does, instead of a typed read
+/// failing with a 422 that names no field, or a raw read falling back to a default.
+pub fn normalize_ints(schema: &Schema, body: &mut Value) {
+    let Some(obj) = body.as_object_mut() else {
+        return;
+    };
+    for field in schema.fields {
+        if let Some(v) = obj.get_mut(field.name) {
+            normalize_value(&field.ty, v);
+        }
+    }
+}
+
+/// 2^53: the largest magnitude up to which a float holds every integer exactly.
+const MAX_EXACT_INT: f64 = 9_007_199_254_740_992.0;
+
+fn normalize_value(ty: &Ty, v: &mut Value) {
+    match (ty, &mut *v) {
+        (Ty::Int, Value::Number(n)) if !(n.is_i64() || n.is_u64()) => {
+            let Some(f) = n.as_f64().filter(|f| f.is_finite() && f.fract() == 0.0) else {
+                return;
+            };
+            // Only where every integer is exact in a float (±2^53): `9007199254740993.0` has
+            // already lost its last digit, and must not become some other id. Larger values
+            // stay floats, and the route refuses them, naming the field.
+            if f.abs() <= MAX_EXACT_INT {
+                *v = Value::from(f as i64);
+            }
+        }
+        (Ty::Object(schema), Value::Object(_)) => normalize_ints(schema, v),
+        (Ty::Array(item), Value::Array(items)) => {
+            for i in items {
+                normalize_value(item, i);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn validate_object(schema: &Schema, value: &Value, loc: &[Value], out: &mut Vec<Violation>) {
@@ -432,6 +445,24 @@ mod tests {
             locs(json!({"text": "a", "n": 2.5})),
             vec![("body.n".into(), "int_type")]
         );
+    }
+
+    #[test]
+    fn integral_floats_become_integers() {
+        let mut v =
+            json!({"text": "a", "n": 3.0, "x": 2.0, "hook": {"url": "u"}, "list": [{"url": "u"}]});
+        assert!(validate_body(&S, &v).is_ok());
+        normalize_ints(&S, &mut v);
+        assert!(v["n"].as_i64() == Some(3));
+        // A number field stays a float.
+        assert!(v["x"].is_f64());
+        let mut list = json!({"text": "a", "n": 2.5});
+        normalize_ints(&S, &mut list);
+        assert!(list["n"].is_f64());
+        // Beyond 2^53 a float no longer holds the integer the caller wrote: left alone.
+        let mut big = json!({"text": "a", "n": 1.0e19});
+        normalize_ints(&S, &mut big);
+        assert!(big["n"].is_f64());
     }
 
     #[test]

@@ -46,14 +46,29 @@ impl FromStr for FailureKey {
 impl FailureKey {
     /// The bucket name for a request.
     pub fn bucket(self, headers: &HeaderMap, peer: Option<IpAddr>) -> String {
-        let peer_key = || peer.map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
+        let peer_key = || peer.map_or_else(|| "unknown".to_owned(), client_of);
         match self {
             Self::Global => "global".to_owned(),
             Self::Peer => peer_key(),
             Self::ForwardedFor => forwarded_for(headers)
-                .map(|ip| ip.to_string())
+                .map(client_of)
                 .unwrap_or_else(peer_key),
         }
+    }
+}
+
+/// The client an address stands for: an IPv4 address, or an IPv6 address's /64 (one host
+/// commonly holds a whole /64, and must not get a bucket per address in it).
+fn client_of(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_none() => {
+            let s = v6.segments();
+            format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+        }
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map_or_else(|| ip.to_string(), |v4| v4.to_string()),
+        IpAddr::V4(v4) => v4.to_string(),
     }
 }
 
@@ -80,7 +95,14 @@ pub struct FailureLimiter {
     rps: f64,
     burst: f64,
     max_keys: usize,
-    buckets: Mutex<HashMap<String, Bucket>>,
+    state: Mutex<State>,
+}
+
+/// The tracked buckets, and the one that keys beyond `max_keys` share.
+#[derive(Debug)]
+struct State {
+    buckets: HashMap<String, Bucket>,
+    overflow: Bucket,
 }
 
 impl FailureLimiter {
@@ -97,14 +119,20 @@ impl FailureLimiter {
             rps,
             burst: f64::from(burst),
             max_keys: max_keys.max(1),
-            buckets: Mutex::new(HashMap::new()),
+            state: Mutex::new(State {
+                buckets: HashMap::new(),
+                overflow: Bucket {
+                    tokens: f64::from(burst),
+                    updated: Instant::now(),
+                },
+            }),
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Bucket>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // A poisoned lock only means another thread panicked mid-update; the
         // map is still usable and refusing service would be worse.
-        self.buckets
+        self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -115,11 +143,14 @@ impl FailureLimiter {
     }
 
     /// `Err(retry_after_secs)` when `key` has no token left for another
-    /// failure; unknown keys are always allowed and not inserted.
+    /// failure; unknown keys are allowed and not inserted, except when the
+    /// map is full: they then share the overflow bucket.
     pub fn check_at(&self, key: &str, now: Instant) -> Result<(), u64> {
-        let buckets = self.lock();
-        let Some(bucket) = buckets.get(key) else {
-            return Ok(());
+        let state = self.lock();
+        let bucket = match state.buckets.get(key) {
+            Some(b) => b,
+            None if state.buckets.len() >= self.max_keys => &state.overflow,
+            None => return Ok(()),
         };
         let tokens = self.refilled(*bucket, now);
         if tokens >= 1.0 {
@@ -133,51 +164,43 @@ impl FailureLimiter {
 
     /// Spend one token for a failed attempt by `key`.
     pub fn record_failure_at(&self, key: &str, now: Instant) {
-        let mut buckets = self.lock();
-        if let Some(bucket) = buckets.get_mut(key) {
-            let tokens = self.refilled(*bucket, now);
-            *bucket = Bucket {
-                tokens: (tokens - 1.0).max(0.0),
-                updated: now,
-            };
+        let mut state = self.lock();
+        let state = &mut *state;
+        if let Some(bucket) = state.buckets.get_mut(key) {
+            *bucket = self.spent(*bucket, now);
             return;
         }
-        if buckets.len() >= self.max_keys {
-            self.evict(&mut buckets, now);
+        if state.buckets.len() >= self.max_keys {
+            // Only buckets that have fully refilled (they carry no state) make
+            // room. A bucket still draining is never dropped for a newcomer:
+            // otherwise a flood of fresh peers could flush a guesser's bucket.
+            state
+                .buckets
+                .retain(|_, b| self.refilled(*b, now) < self.burst);
         }
-        buckets.insert(
-            key.to_owned(),
-            Bucket {
-                tokens: self.burst - 1.0,
-                updated: now,
-            },
-        );
+        if state.buckets.len() >= self.max_keys {
+            // Still full: newcomers share one bucket until room frees up.
+            state.overflow = self.spent(state.overflow, now);
+            return;
+        }
+        let fresh = Bucket {
+            tokens: self.burst,
+            updated: now,
+        };
+        state.buckets.insert(key.to_owned(), self.spent(fresh, now));
     }
 
-    /// Drop buckets that have fully refilled (they carry no state); if that is
-    /// not enough, drop the least recently updated tenth so eviction work is
-    /// amortised over many inserts.
-    fn evict(&self, buckets: &mut HashMap<String, Bucket>, now: Instant) {
-        buckets.retain(|_, b| self.refilled(*b, now) < self.burst);
-        if buckets.len() < self.max_keys {
-            return;
-        }
-        let mut ages: Vec<(Instant, String)> = buckets
-            .iter()
-            .map(|(k, b)| (b.updated, k.clone()))
-            .collect();
-        ages.sort_unstable_by_key(|(updated, _)| *updated);
-        let target = self.max_keys - (self.max_keys / 10).max(1);
-        let excess = buckets.len().saturating_sub(target);
-        for (_, key) in ages.into_iter().take(excess) {
-            buckets.remove(&key);
+    fn spent(&self, bucket: Bucket, now: Instant) -> Bucket {
+        Bucket {
+            tokens: (self.refilled(bucket, now) - 1.0).max(0.0),
+            updated: now,
         }
     }
 
     /// Number of tracked keys.
     #[cfg(test)]
     fn tracked_keys(&self) -> usize {
-        self.lock().len()
+        self.lock().buckets.len()
     }
 }
 
@@ -261,7 +284,8 @@ mod tests {
             limiter.record_failure_at(&format!("k{i}"), t0 + Duration::from_millis(i));
         }
         assert!(limiter.tracked_keys() <= 100);
-        // The most recent key survives eviction.
+        // Once room frees up (k0 has refilled), a limited key is tracked again.
+        limiter.record_failure_at("k999", t0 + Duration::from_millis(1000));
         limiter.record_failure_at("k999", t0 + Duration::from_millis(1000));
         limiter.record_failure_at("k999", t0 + Duration::from_millis(1000));
         limiter.record_failure_at("k999", t0 + Duration::from_millis(1000));
@@ -271,6 +295,38 @@ mod tests {
                 .check_at("k999", t0 + Duration::from_millis(1000))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn a_flood_of_peers_cannot_flush_a_limited_bucket() {
+        let limiter = FailureLimiter::with_capacity(1.0, 5, 100).expect("enabled");
+        let t0 = Instant::now();
+        for _ in 0..5 {
+            limiter.record_failure_at("guesser", t0);
+        }
+        assert!(limiter.check_at("guesser", t0).is_err());
+        // Ten thousand fresh peers, one failure each, within the same second.
+        for i in 0..10_000u64 {
+            limiter.record_failure_at(&format!("peer{i}"), t0 + Duration::from_micros(i));
+        }
+        let now = t0 + Duration::from_millis(50);
+        assert!(limiter.check_at("guesser", now).is_err(), "flushed");
+        assert!(limiter.tracked_keys() <= 100);
+        // The newcomers beyond the map share one bucket, which is spent.
+        assert!(limiter.check_at("peer9999", now).is_err());
+    }
+
+    #[test]
+    fn ipv6_peers_are_keyed_by_their_64() {
+        let headers = HeaderMap::new();
+        let a: Option<IpAddr> = "2001:db8:1:2:aaaa::1".parse().ok();
+        let b: Option<IpAddr> = "2001:db8:1:2:ffff::9".parse().ok();
+        let c: Option<IpAddr> = "2001:db8:1:3::1".parse().ok();
+        let key = |ip| FailureKey::Peer.bucket(&headers, ip);
+        assert_eq!(key(a), key(b));
+        assert_ne!(key(a), key(c));
+        let mapped: Option<IpAddr> = "::ffff:10.0.0.1".parse().ok();
+        assert_eq!(key(mapped), "10.0.0.1");
     }
 
     #[test]

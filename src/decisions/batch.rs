@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::request::{DecisionRequest, at};
-use crate::api::validate::Violation;
+use crate::validation::Violation;
 
 pub const MAX_BATCH_REQUESTS: usize = 32;
 /// Characters over every request's `input_text` plus options (as sent, before trimming).

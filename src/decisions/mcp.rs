@@ -23,7 +23,7 @@ use rmcp::{
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::api::validate::Violation;
+use crate::validation::Violation;
 
 /// The one tool this server offers.
 pub const TOOL_NAME: &str = "service_decide";

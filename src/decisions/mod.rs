@@ -71,7 +71,7 @@ pub use result::DecisionResult;
 pub fn decide_value(
     engine: &Engine,
     request: &serde_json::Value,
-) -> Result<DecisionResult, Vec<crate::api::validate::Violation>> {
+) -> Result<DecisionResult, Vec<crate::validation::Violation>> {
     let request = DecisionRequest::parse_at(request, &[])?;
     Ok(engine.decide(&request))
 }

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use super::normalize::normalize;
 use super::version::{SUPPORTED_MAJOR, parse_semver};
-use crate::api::validate::Violation;
+use crate::validation::Violation;
 
 pub const MAX_INPUT_CHARS: usize = 8192;
 pub const MAX_INPUT_BYTES: usize = 32768;

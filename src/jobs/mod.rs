@@ -196,6 +196,103 @@ pub enum JobError {
     Task,
 }
 
+/// What is wrong with the storage under the job store, when an error says so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageProblem {
+    /// No space (ENOSPC, SQLITE_FULL), or a file-size limit (EFBIG): wait for space.
+    Full,
+    /// Read-only, unopenable or failing storage (EROFS, EACCES, SQLITE_READONLY, I/O errors).
+    Unavailable,
+}
+
+impl StorageProblem {
+    /// Fixed text for probes and logs (never a path or caller data).
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Full => "the data directory's disk is full",
+            Self::Unavailable => "the data directory is read-only, missing or failing",
+        }
+    }
+}
+
+impl JobError {
+    /// The storage problem behind this error, if it is one.
+    pub fn storage_problem(&self) -> Option<StorageProblem> {
+        use rusqlite::ffi;
+        match self {
+            Self::Db(rusqlite::Error::SqliteFailure(e, _)) => match e.code {
+                ffi::ErrorCode::DiskFull => Some(StorageProblem::Full),
+                ffi::ErrorCode::SystemIoFailure
+                    if matches!(
+                        e.extended_code,
+                        ffi::SQLITE_IOERR_WRITE
+                            | ffi::SQLITE_IOERR_FSYNC
+                            | ffi::SQLITE_IOERR_TRUNCATE
+                            | ffi::SQLITE_IOERR_SHMSIZE
+                    ) =>
+                {
+                    // A write that failed outright: EFBIG past RLIMIT_FSIZE, ENOSPC on some
+                    // file systems. Space is what brings it back.
+                    Some(StorageProblem::Full)
+                }
+                ffi::ErrorCode::ReadOnly
+                | ffi::ErrorCode::CannotOpen
+                | ffi::ErrorCode::SystemIoFailure
+                | ffi::ErrorCode::FileLockingProtocolFailed
+                | ffi::ErrorCode::DatabaseCorrupt
+                | ffi::ErrorCode::NotADatabase => Some(StorageProblem::Unavailable),
+                _ => None,
+            },
+            Self::Io(e) => match e.raw_os_error() {
+                Some(libc::ENOSPC | libc::EFBIG | libc::EDQUOT) => Some(StorageProblem::Full),
+                Some(libc::EROFS | libc::EACCES | libc::EPERM | libc::EIO | libc::ENOTDIR) => {
+                    Some(StorageProblem::Unavailable)
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// Jobs waiting for storage to come back, and the back-off of their retries.
+#[derive(Default)]
+pub(crate) struct StorageWait {
+    waiting: Mutex<HashSet<String>>,
+}
+
+/// First and longest pause between retries while storage is full.
+pub(crate) const STORAGE_RETRY_MIN: Duration = Duration::from_millis(500);
+pub(crate) const STORAGE_RETRY_MAX: Duration = Duration::from_secs(30);
+
+impl StorageWait {
+    /// Marks `job_id` as waiting; logs once per job when it starts waiting.
+    fn wait(&self, job_id: &str, problem: StorageProblem) {
+        if lock(&self.waiting).insert(job_id.to_owned()) {
+            tracing::warn!(
+                job_id = %job_id,
+                problem = problem.describe(),
+                "job waiting for storage; retrying with back-off"
+            );
+        }
+    }
+
+    /// Storage worked for `job_id` again.
+    fn resumed(&self, job_id: &str) {
+        if lock(&self.waiting).remove(job_id) {
+            tracing::info!(job_id = %job_id, "storage is back; job resumes");
+        }
+    }
+
+    fn is_waiting(&self, job_id: &str) -> bool {
+        lock(&self.waiting).contains(job_id)
+    }
+
+    fn any(&self) -> bool {
+        !lock(&self.waiting).is_empty()
+    }
+}
+
 /// Handle to the job store and its background tasks.
 ///
 /// Dropping it stops the background tasks at once (no grace); call
@@ -226,6 +323,8 @@ pub(crate) struct Inner {
     delivering: Mutex<HashSet<String>>,
     /// Background tasks, aborted at shutdown.
     tasks: Mutex<Vec<AbortHandle>>,
+    /// Jobs whose writes failed for lack of storage.
+    storage: StorageWait,
 }
 
 /// Validated, normalised settings.
@@ -269,6 +368,14 @@ impl Inner {
         tokio::task::spawn_blocking(move || f(&inner))
             .await
             .map_err(|_| JobError::Task)?
+    }
+
+    /// Checkpoints the WAL into the database and truncates it (best effort), so page images
+    /// of purged rows do not outlive the purge. Blocking.
+    fn truncate_wal(&self) {
+        if let Err(e) = self.db(|c| store::checkpoint(c)) {
+            tracing::warn!(error = %e, "WAL checkpoint after a purge failed");
+        }
     }
 
     fn stopping(&self) -> bool {
@@ -349,6 +456,7 @@ impl Jobs {
             active_jobs: Mutex::new(HashSet::new()),
             delivering: Mutex::new(HashSet::new()),
             tasks: Mutex::new(Vec::new()),
+            storage: StorageWait::default(),
         });
         worker::start(&inner);
         webhook::start_redelivery(&inner);
@@ -394,6 +502,16 @@ impl Jobs {
         };
         let options_json = serde_json::to_string(&job.options)
             .map_err(|e| JobError::Invalid(format!("options are not serialisable: {e}")))?;
+        // Source text is stored sealed: the raw files never hold it in the clear.
+        let sealed_texts = job
+            .documents
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let idx = i64::try_from(i).unwrap_or(i64::MAX);
+                self.inner.sealer.seal_text(&id, idx, &d.text)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let now = now_ms();
         let record = self.inner.db(|conn| {
             store::insert_job(
@@ -402,6 +520,7 @@ impl Jobs {
                 &options_json,
                 webhook.as_ref(),
                 &job.documents,
+                &sealed_texts,
                 now,
             )?;
             store::load_record(conn, &id, now)
@@ -412,9 +531,23 @@ impl Jobs {
         record.ok_or_else(|| JobError::Corrupt("submitted job not found".into()))
     }
 
-    /// The job record; `None` for unknown or expired jobs. Blocking.
+    /// The job record; `None` for unknown or expired jobs. Blocking. A job whose writes wait
+    /// for storage says so: `"waiting_for": "storage"`.
     pub fn get(&self, id: &str) -> Result<Option<serde_json::Value>, JobError> {
-        self.inner.db(|conn| store::load_record(conn, id, now_ms()))
+        let mut record = self
+            .inner
+            .db(|conn| store::load_record(conn, id, now_ms()))?;
+        if let Some(r) = record.as_mut().and_then(serde_json::Value::as_object_mut)
+            && self.inner.storage.is_waiting(id)
+        {
+            r.insert("waiting_for".into(), "storage".into());
+        }
+        Ok(record)
+    }
+
+    /// Whether some job is waiting for storage (the disk was full at its last write).
+    pub fn waiting_for_storage(&self) -> bool {
+        self.inner.storage.any()
     }
 
     /// Result lines of the documents finished so far, in index order, read
@@ -450,6 +583,8 @@ impl Jobs {
         })?;
         if record.is_some() {
             tracing::info!(job_id = %id, "job cancel requested");
+            // The purged texts' page images leave the WAL now, not at the next shutdown.
+            self.inner.truncate_wal();
         }
         if deliver {
             webhook::spawn_delivery(&self.inner, id.to_owned());
@@ -460,7 +595,11 @@ impl Jobs {
     /// Deletes expired jobs now (the sweeper also does this periodically).
     /// Returns how many jobs were deleted. Blocking.
     pub fn sweep_expired(&self) -> Result<usize, JobError> {
-        self.inner.db(|conn| store::sweep(conn, now_ms()))
+        let n = self.inner.db(|conn| store::sweep(conn, now_ms()))?;
+        if n > 0 {
+            self.inner.truncate_wal();
+        }
+        Ok(n)
     }
 
     /// Stops claiming documents, waits up to `grace` for documents in flight

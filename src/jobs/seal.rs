@@ -1,5 +1,8 @@
-//! Webhook URL and secret at rest: sealed with ChaCha20-Poly1305 under a
-//! 32-byte key that survives restarts, so pending deliveries survive a crash.
+//! Secrets and source text at rest: webhook URL and secret, and each pending
+//! document's text, sealed with ChaCha20-Poly1305 under a 32-byte key that
+//! survives restarts, so pending work survives a crash. The database files
+//! (and their WAL) never hold source text in the clear: once a document's
+//! sealed text is purged, no page image that lingers holds readable text.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -54,22 +57,7 @@ impl Sealer {
             secret: secret.to_owned(),
         })
         .map_err(|_| JobError::Seal("cannot encode webhook config".into()))?;
-        let mut nonce = [0u8; NONCE_LEN];
-        getrandom::fill(&mut nonce).map_err(|_| JobError::Seal("no randomness".into()))?;
-        let ct = self
-            .cipher
-            .encrypt(
-                Nonce::from_slice(&nonce),
-                Payload {
-                    msg: &plain,
-                    aad: job_id.as_bytes(),
-                },
-            )
-            .map_err(|_| JobError::Seal("encryption failed".into()))?;
-        let mut out = Vec::with_capacity(NONCE_LEN + ct.len());
-        out.extend_from_slice(&nonce);
-        out.extend_from_slice(&ct);
-        Ok(out)
+        self.seal(job_id.as_bytes(), &plain)
     }
 
     pub(super) fn unseal_webhook(
@@ -77,23 +65,57 @@ impl Sealer {
         job_id: &str,
         blob: &[u8],
     ) -> Result<SealedWebhook, JobError> {
-        if blob.len() < NONCE_LEN {
-            return Err(JobError::Seal("sealed webhook config is truncated".into()));
-        }
-        let (nonce, ct) = blob.split_at(NONCE_LEN);
         let plain = self
-            .cipher
-            .decrypt(
-                Nonce::from_slice(nonce),
-                Payload {
-                    msg: ct,
-                    aad: job_id.as_bytes(),
-                },
-            )
-            .map_err(|_| JobError::Seal("cannot unseal webhook config (wrong key?)".into()))?;
+            .open(job_id.as_bytes(), blob)
+            .ok_or_else(|| JobError::Seal("cannot unseal webhook config (wrong key?)".into()))?;
         serde_json::from_slice(&plain)
             .map_err(|_| JobError::Seal("sealed webhook config is malformed".into()))
     }
+
+    /// A document's source text, bound to its job and index.
+    pub(super) fn seal_text(
+        &self,
+        job_id: &str,
+        idx: i64,
+        text: &str,
+    ) -> Result<Vec<u8>, JobError> {
+        self.seal(text_aad(job_id, idx).as_bytes(), text.as_bytes())
+    }
+
+    /// `None` when the blob does not open under this key for this document.
+    pub(super) fn unseal_text(&self, job_id: &str, idx: i64, blob: &[u8]) -> Option<String> {
+        let plain = self.open(text_aad(job_id, idx).as_bytes(), blob)?;
+        String::from_utf8(plain).ok()
+    }
+
+    fn seal(&self, aad: &[u8], plain: &[u8]) -> Result<Vec<u8>, JobError> {
+        let mut nonce = [0u8; NONCE_LEN];
+        getrandom::fill(&mut nonce).map_err(|_| JobError::Seal("no randomness".into()))?;
+        let ct = self
+            .cipher
+            .encrypt(Nonce::from_slice(&nonce), Payload { msg: plain, aad })
+            .map_err(|_| JobError::Seal("encryption failed".into()))?;
+        let mut out = Vec::with_capacity(NONCE_LEN + ct.len());
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(&ct);
+        Ok(out)
+    }
+
+    fn open(&self, aad: &[u8], blob: &[u8]) -> Option<Vec<u8>> {
+        if blob.len() < NONCE_LEN {
+            return None;
+        }
+        let (nonce, ct) = blob.split_at(NONCE_LEN);
+        self.cipher
+            .decrypt(Nonce::from_slice(nonce), Payload { msg: ct, aad })
+            .ok()
+    }
+}
+
+/// Associated data of a document's text: its own domain, so a text blob can never open as a
+/// webhook config (whose associated data is the bare job id) or as another document.
+fn text_aad(job_id: &str, idx: i64) -> String {
+    format!("{job_id}/documents/{idx}/text")
 }
 
 impl Sealer {

@@ -152,6 +152,7 @@ pub(super) fn insert_job(
     options_json: &str,
     webhook: Option<&NewWebhook>,
     documents: &[NewDocument],
+    sealed_texts: &[Vec<u8>],
     now: i64,
 ) -> Result<(), JobError> {
     let tx = write_tx(conn)?;
@@ -175,7 +176,7 @@ pub(super) fn insert_job(
             "INSERT INTO documents (job_id, idx, doc_id, text, status, length, text_hash)
              VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6)",
         )?;
-        for (i, doc) in documents.iter().enumerate() {
+        for (i, (doc, sealed)) in documents.iter().zip(sealed_texts).enumerate() {
             let doc_id = match doc.id.as_deref().map(str::trim) {
                 Some(s) if !s.is_empty() => s.to_owned(),
                 _ => i.to_string(),
@@ -184,7 +185,7 @@ pub(super) fn insert_job(
                 id,
                 count_i64(i),
                 doc_id,
-                doc.text,
+                sealed,
                 count_i64(doc.text.chars().count()),
                 sha256_tag(doc.text.as_bytes()),
             ])?;
@@ -297,6 +298,13 @@ pub(super) fn next_runnable_job(
     Ok(None)
 }
 
+/// A pending document's stored text: sealed (every store since sealing), or
+/// plain text written by an older build and still pending.
+pub(super) enum StoredText {
+    Sealed(Vec<u8>),
+    Plain(String),
+}
+
 /// Up to `limit` pending documents with `idx >= from`, in index order, and
 /// marks the job running. Nothing is persisted about the claim itself.
 pub(super) fn claim_docs(
@@ -305,7 +313,7 @@ pub(super) fn claim_docs(
     from: i64,
     limit: usize,
     now: i64,
-) -> Result<Vec<(i64, Option<String>)>, JobError> {
+) -> Result<Vec<(i64, Option<StoredText>)>, JobError> {
     let tx = write_tx(conn)?;
     let status: Option<String> = tx
         .query_row("SELECT status FROM jobs WHERE id = ?1", [job_id], |r| {
@@ -322,7 +330,15 @@ pub(super) fn claim_docs(
              ORDER BY idx LIMIT ?3",
         )?;
         stmt.query_map(params![job_id, from, count_i64(limit)], |r| {
-            Ok((r.get(0)?, r.get(1)?))
+            use rusqlite::types::ValueRef;
+            let text = match r.get_ref(1)? {
+                ValueRef::Blob(b) => Some(StoredText::Sealed(b.to_vec())),
+                ValueRef::Text(t) => {
+                    Some(StoredText::Plain(String::from_utf8_lossy(t).into_owned()))
+                }
+                _ => None,
+            };
+            Ok((r.get(0)?, text))
         })?
         .collect::<Result<Vec<_>, _>>()?
     };

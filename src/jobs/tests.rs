@@ -696,3 +696,82 @@ async fn explicit_seal_key_must_be_32_bytes() {
     assert!(!seal::key_path(&dir.db()).exists());
     drop(jobs);
 }
+
+/// Every raw file of the store: the database, its WAL and shared-memory index.
+fn raw_files_contain(db: &Path, needle: &[u8]) -> Vec<String> {
+    let mut found = Vec::new();
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = db.as_os_str().to_owned();
+        p.push(suffix);
+        if let Ok(bytes) = std::fs::read(PathBuf::from(&p))
+            && bytes.windows(needle.len()).any(|w| w == needle)
+        {
+            found.push(PathBuf::from(p).display().to_string());
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn purged_text_is_gone_from_the_raw_files_while_the_store_is_open() {
+    let dir = TempDir::new();
+    let proc = TestProc::new(false);
+    let mut s = settings(&dir.db());
+    // One document at a time, so the cancelled ones below are still pending.
+    s.doc_concurrency = 1;
+    let jobs = Jobs::open(s, proc.clone()).unwrap();
+    // Lowercase: the test processor's output is uppercase, so only the source holds these.
+    let planted = "zqxplanted7731 jane roe";
+    let long = format!("{planted} {}", long_note());
+    let id = id_of(&jobs.submit(job(&[planted, &long, planted])).unwrap());
+    let r = wait_for(&jobs, &id, terminal).await;
+    assert_eq!(r["status"], "succeeded");
+    // No shutdown, no restart: the store is live and the files are read as they are.
+    let found = raw_files_contain(&dir.db(), b"zqxplanted7731");
+    assert!(found.is_empty(), "purged text readable in {found:?}");
+    assert!(raw_files_contain(&dir.db(), b"main street").is_empty());
+
+    // Cancelled documents are purged too.
+    let id = id_of(
+        &jobs
+            .submit(job(&[
+                "gate: zqxcancelled5512",
+                "zqxcancelled5512 b",
+                "zqxcancelled5512 c",
+            ]))
+            .unwrap(),
+    );
+    wait_for(&jobs, &id, |r| r["status"] == "running").await;
+    jobs.cancel(&id).unwrap().unwrap();
+    proc.gate.add_permits(1);
+    wait_for(&jobs, &id, |r| r["processed_count"] == 1).await;
+    let found = raw_files_contain(&dir.db(), b"zqxcancelled5512");
+    assert!(found.is_empty(), "cancelled text readable in {found:?}");
+    drop(jobs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sealed_text_resumes_after_restart_and_plain_legacy_rows_still_run() {
+    let dir = TempDir::new();
+    let proc = TestProc::new(true);
+    let jobs = Jobs::open(settings(&dir.db()), proc.clone()).unwrap();
+    let id = id_of(&jobs.submit(job(&["block: first", "second"])).unwrap());
+    wait_for(&jobs, &id, |r| r["processed_count"] == 1).await;
+    jobs.shutdown(Duration::from_millis(50)).await;
+    drop(jobs);
+    // A row written by an older build holds plain text: it still runs.
+    raw(&dir.db())
+        .execute(
+            "UPDATE documents SET text = 'legacy plain' WHERE job_id = ?1 AND idx = 0",
+            [&id],
+        )
+        .unwrap();
+    let proc = TestProc::new(false);
+    let jobs = Jobs::open(settings(&dir.db()), proc.clone()).unwrap();
+    let r = wait_for(&jobs, &id, terminal).await;
+    assert_eq!(r["status"], "succeeded");
+    assert_eq!(proc.calls(), vec!["legacy plain".to_string()]);
+    let lines = all_lines(&jobs, &id);
+    assert_eq!(lines[0]["deidentified_text"], "LEGACY PLAIN");
+    assert_eq!(lines[1]["deidentified_text"], "SECOND");
+}

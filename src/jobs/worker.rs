@@ -4,6 +4,11 @@
 //! `doc_concurrency` of its documents in flight. Claims live only in memory,
 //! so documents a crash interrupts stay pending and are redone on restart;
 //! workers find queued/running jobs in the DB, which also resumes old jobs.
+//!
+//! A full disk is waited out, not retried hot: a document whose result cannot
+//! be written keeps its result in memory and retries the write with back-off
+//! (the model never re-runs for it), the job claims nothing new meanwhile and
+//! says `"waiting_for": "storage"`, and work resumes when a write succeeds.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +16,10 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::task::{JoinHandle, JoinSet};
 
-use super::{DocError, Inner, ProcessedDoc, lock, now_ms, store, webhook};
+use super::{
+    DocError, Inner, ProcessedDoc, STORAGE_RETRY_MAX, STORAGE_RETRY_MIN, lock, now_ms, store,
+    webhook,
+};
 
 /// Fallback poll for work in case a wake-up was missed.
 const POLL: Duration = Duration::from_secs(5);
@@ -60,6 +68,7 @@ impl<T> Drop for AbortOnDrop<T> {
 
 async fn worker_loop(inner: Arc<Inner>) {
     let mut shutdown = inner.shutdown_tx.subscribe();
+    let mut storage_backoff = STORAGE_RETRY_MIN;
     loop {
         if inner.stopping() {
             return;
@@ -92,7 +101,16 @@ async fn worker_loop(inner: Arc<Inner>) {
                 });
                 let clean = run_job(&inner, &job_id, Arc::new(options)).await;
                 drop(guard);
-                if !clean {
+                if clean {
+                    storage_backoff = STORAGE_RETRY_MIN;
+                } else if inner.storage.is_waiting(&job_id) {
+                    // Waiting for space: back off, so a full disk costs no CPU.
+                    tokio::select! {
+                        _ = tokio::time::sleep(storage_backoff) => {}
+                        _ = shutdown.wait_for(|stop| *stop) => return,
+                    }
+                    storage_backoff = (storage_backoff * 2).min(STORAGE_RETRY_MAX);
+                } else {
                     tokio::time::sleep(ERROR_PAUSE).await;
                 }
             }
@@ -121,7 +139,13 @@ async fn run_job(inner: &Arc<Inner>, job_id: &str, options: Arc<Value>) -> bool 
     let mut clean = true;
     let mut tasks: JoinSet<bool> = JoinSet::new();
     loop {
-        if !exhausted && !inner.stopping() && tasks.len() < limit {
+        // While the job waits for storage, nothing new is claimed: the documents in flight
+        // retry their writes, and the model runs for no document it cannot record.
+        if !exhausted
+            && !inner.stopping()
+            && !inner.storage.is_waiting(job_id)
+            && tasks.len() < limit
+        {
             let want = limit - tasks.len();
             let id = job_id.to_owned();
             let claimed = inner
@@ -143,9 +167,11 @@ async fn run_job(inner: &Arc<Inner>, job_id: &str, options: Arc<Value>) -> bool 
                 .await;
             match claimed {
                 Ok(docs) => {
+                    inner.storage.resumed(job_id);
                     exhausted = docs.len() < want;
-                    for (idx, text) in docs {
+                    for (idx, stored) in docs {
                         cursor = idx + 1;
+                        let text = unseal(inner, job_id, idx, stored);
                         let claim = ClaimGuard {
                             inner: Arc::clone(inner),
                             key: (job_id.to_owned(), idx),
@@ -159,7 +185,12 @@ async fn run_job(inner: &Arc<Inner>, job_id: &str, options: Arc<Value>) -> bool 
                     }
                 }
                 Err(e) => {
-                    tracing::error!(job_id = %job_id, error = %e, "cannot claim documents");
+                    match e.storage_problem() {
+                        Some(problem) => inner.storage.wait(job_id, problem),
+                        None => {
+                            tracing::error!(job_id = %job_id, error = %e, "cannot claim documents")
+                        }
+                    }
                     exhausted = true;
                     clean = false;
                 }
@@ -180,7 +211,10 @@ async fn run_job(inner: &Arc<Inner>, job_id: &str, options: Arc<Value>) -> bool 
             .blocking(move |i| i.db(|c| store::finish_job(c, &id, now_ms(), ttl)))
             .await
         {
-            Ok(true) => webhook::spawn_delivery(inner, job_id.to_owned()),
+            Ok(true) => {
+                truncate_wal(inner).await;
+                webhook::spawn_delivery(inner, job_id.to_owned())
+            }
             Ok(false) => {}
             Err(e) => {
                 tracing::error!(job_id = %job_id, error = %e, "cannot finish job");
@@ -191,21 +225,56 @@ async fn run_job(inner: &Arc<Inner>, job_id: &str, options: Arc<Value>) -> bool 
     clean
 }
 
-/// Processes and records one document. Returns false on a database error
-/// (the document stays pending).
-async fn process_doc(
-    inner: Arc<Inner>,
-    claim: ClaimGuard,
-    options: Arc<Value>,
-    text: Option<String>,
-) -> bool {
-    let (job_id, idx) = claim.key.clone();
-    let outcome: Result<ProcessedDoc, DocError> = match text {
+/// A claimed document's text, opened. A blob that does not open (another key) fails the
+/// document rather than the job.
+fn unseal(
+    inner: &Inner,
+    job_id: &str,
+    idx: i64,
+    stored: Option<store::StoredText>,
+) -> Result<String, DocError> {
+    match stored {
+        Some(store::StoredText::Plain(text)) => Ok(text),
+        Some(store::StoredText::Sealed(blob)) => {
+            inner.sealer.unseal_text(job_id, idx, &blob).ok_or_else(|| {
+                tracing::error!(job_id = %job_id, index = idx, "sealed document text does not open");
+                DocError {
+                    code: "sealed_text_unreadable".into(),
+                    message: "the stored text does not open under the current seal key".into(),
+                }
+            })
+        }
         None => Err(DocError {
             code: "missing_text".into(),
             message: "document text is missing".into(),
         }),
-        Some(text) => {
+    }
+}
+
+/// Checkpoints and truncates the WAL after a job finished (its purged texts' page images
+/// go with it).
+async fn truncate_wal(inner: &Arc<Inner>) {
+    let _ = inner
+        .blocking(|i| {
+            i.truncate_wal();
+            Ok(())
+        })
+        .await;
+}
+
+/// Processes and records one document. Returns false on a database error
+/// (the document stays pending). While storage is full the write is retried
+/// with back-off, keeping the result: the document is never processed twice.
+async fn process_doc(
+    inner: Arc<Inner>,
+    claim: ClaimGuard,
+    options: Arc<Value>,
+    text: Result<String, DocError>,
+) -> bool {
+    let (job_id, idx) = claim.key.clone();
+    let outcome: Result<ProcessedDoc, DocError> = match text {
+        Err(e) => Err(e),
+        Ok(text) => {
             let fut = inner.processor.process(&options, text);
             // Own task, so a panicking processor fails this document only.
             let mut handle = AbortOnDrop(inner.runtime.spawn(fut));
@@ -226,15 +295,37 @@ async fn process_doc(
     if let Err(e) = &outcome {
         tracing::debug!(job_id = %job_id, index = idx, code = %e.code, "document failed");
     }
-    let ttl = inner.ttl_ms();
-    let id = job_id.clone();
-    let committed = inner
-        .blocking(move |i| i.db(|c| store::commit_doc(c, &id, idx, &outcome, now_ms(), ttl)))
-        .await;
+    let outcome = Arc::new(outcome);
+    let mut shutdown = inner.shutdown_tx.subscribe();
+    let mut backoff = STORAGE_RETRY_MIN;
+    let committed = loop {
+        let ttl = inner.ttl_ms();
+        let (id, out) = (job_id.clone(), Arc::clone(&outcome));
+        let committed = inner
+            .blocking(move |i| i.db(|c| store::commit_doc(c, &id, idx, &out, now_ms(), ttl)))
+            .await;
+        match committed {
+            Err(e) if !inner.stopping() => match e.storage_problem() {
+                Some(problem) => {
+                    inner.storage.wait(&job_id, problem);
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        // Left pending: redone after restart.
+                        _ = shutdown.wait_for(|stop| *stop) => return true,
+                    }
+                    backoff = (backoff * 2).min(STORAGE_RETRY_MAX);
+                }
+                None => break Err(e),
+            },
+            other => break other,
+        }
+    };
     drop(claim);
     match committed {
         Ok(deliver) => {
+            inner.storage.resumed(&job_id);
             if deliver {
+                truncate_wal(&inner).await;
                 webhook::spawn_delivery(&inner, job_id);
             }
             true
@@ -261,7 +352,10 @@ async fn sweeper(inner: Arc<Inner>) {
             .await
         {
             Ok(0) => {}
-            Ok(n) => tracing::info!(jobs = n, "expired jobs deleted"),
+            Ok(n) => {
+                tracing::info!(jobs = n, "expired jobs deleted");
+                truncate_wal(&inner).await;
+            }
             Err(e) => tracing::error!(error = %e, "expiry sweep failed"),
         }
     }

@@ -111,6 +111,8 @@ pub struct Metrics {
     pub http_in_flight: Gauge,
     /// `phiflow_auth_failures_total{reason}`.
     pub auth_failures: CounterVec<1>,
+    /// `phiflow_slow_client_events_total{event}` (timeouts, evictions, limit reached).
+    pub slow_clients: CounterVec<1>,
     /// `phiflow_inference_queue_depth{model}` (windows waiting).
     pub inference_queue_depth: GaugeVec<1>,
     /// `phiflow_inference_batches_total{model}`.
@@ -201,6 +203,11 @@ impl Metrics {
                 "phiflow_auth_failures_total",
                 "Rejected authentications by reason.",
                 ["reason"],
+            ),
+            slow_clients: r.counter_vec(
+                "phiflow_slow_client_events_total",
+                "Connections closed or delayed to protect the service from slow clients, by event.",
+                ["event"],
             ),
             inference_queue_depth: r.gauge_vec(
                 "phiflow_inference_queue_depth",
