@@ -15,6 +15,7 @@ use serde_json::value::RawValue;
 use super::text::{self, Cursor, Rows};
 
 /// A JSON object's entries in the order written.
+#[derive(Debug)]
 struct Object<V>(Vec<(String, V)>);
 
 impl<'de, V: Deserialize<'de>> Deserialize<'de> for Object<V> {
