@@ -344,7 +344,6 @@ impl Run {
         while !pending.is_empty() {
             write_front(&mut pending).await?;
         }
-        drop(write_front);
         let path = writer.finish()?;
         progress.finish();
         Ok((path, progress, counts))

@@ -98,7 +98,7 @@ mod tests {
                 RowSelector::select(2),
             ]
         );
-        let (groups, sel) = selection(&[4, 4, 4], &[4..8]);
+        let (groups, sel) = selection(&[4, 4, 4], std::slice::from_ref(&(4..8)));
         assert_eq!(groups, vec![1]);
         assert_eq!(sel, vec![RowSelector::select(4)]);
         assert_eq!(selection(&[4], &[]).0, Vec::<usize>::new());
