@@ -225,10 +225,16 @@ fn parquet_ndjson_and_csv_become_parquet_with_their_columns_kept() {
             csv_field(t.unwrap_or_default())
         ));
     }
-    std::fs::write(dir.join("notes.csv"), csv).expect("csv");
+    std::fs::write(dir.join("notes.csv"), &csv).expect("csv");
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(dir.join("notes.csv.gz")).expect("gz"),
+        flate2::Compression::fast(),
+    );
+    std::io::Write::write_all(&mut gz, csv.as_bytes()).expect("gzip");
+    gz.finish().expect("gzip");
 
     let mut deidentified: Vec<Vec<Value>> = Vec::new();
-    for name in ["notes.parquet", "notes.ndjson", "notes.csv"] {
+    for name in ["notes.parquet", "notes.ndjson", "notes.csv", "notes.csv.gz"] {
         let out = dir.join(format!("out-{name}"));
         let summary = run_ok(&[
             "--input",
@@ -286,6 +292,7 @@ fn parquet_ndjson_and_csv_become_parquet_with_their_columns_kept() {
     // Integer ids in Parquet and their text in NDJSON and CSV key the rows alike.
     assert_eq!(deidentified[0], deidentified[1]);
     assert_eq!(deidentified[0], deidentified[2]);
+    assert_eq!(deidentified[0], deidentified[3]);
 }
 
 #[tokio::test]
@@ -507,6 +514,18 @@ fn null_and_empty_texts_are_reported_in_their_rows() {
             .contains("Smith")
     );
     assert_eq!(summary["errors"], 2);
+    // A shard that owns no rows still writes its (empty) part, so every index completes.
+    let summary = run_ok(&[
+        "--input",
+        s(&dir.join("in.ndjson")),
+        "--output",
+        s(&out),
+        "--shard",
+        "1/2",
+    ]);
+    assert_eq!(summary["rows"], 0, "{summary}");
+    let empty = read_parquet(&out.join("part-1-of-2.parquet"));
+    assert_eq!(empty.iter().map(RecordBatch::num_rows).sum::<usize>(), 0);
 }
 
 fn failure(args: &[&str], env: Option<(&str, &str)>) -> String {
