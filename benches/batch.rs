@@ -5,7 +5,7 @@
 //!
 //! Run: `cargo bench --bench batch` (PHIFLOW_BENCH_ROWS sets the note count, default 1000;
 //! `PHIFLOW_BENCH_ROWS=100000` for the figure; PHIFLOW_BENCH_CONCURRENCY the HTTP
-//! requests in flight, default 64, the rows the CLI has in flight).
+//! requests in flight, default 96: the most rows the CLI has in flight, 3 batches of 32).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -34,7 +34,7 @@ fn env_usize(name: &str, default: usize) -> usize {
 
 fn main() {
     let rows = env_usize("PHIFLOW_BENCH_ROWS", 1000);
-    let concurrency = env_usize("PHIFLOW_BENCH_CONCURRENCY", 64);
+    let concurrency = env_usize("PHIFLOW_BENCH_CONCURRENCY", 96);
     let dir = std::env::temp_dir().join(format!("phiflow-bench-batch-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let notes = corpus::notes(rows);

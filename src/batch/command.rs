@@ -24,8 +24,10 @@ use crate::deidentifier::{
     BatchColumns, BatchError, DeidError, DeidOptions, Deidentifier, output_schema,
 };
 
-/// Batches de-identified at once; the next waits in the reader's channel.
-const BATCHES_IN_FLIGHT: usize = 2;
+/// Batches de-identified at once (the core runs 32 rows of each at a time), so the model's
+/// queue stays full while the oldest batch finishes its last rows; the next waits in the
+/// reader's channel.
+const BATCHES_IN_FLIGHT: usize = 3;
 
 /// Batch work on files.
 #[derive(clap::Args)]
@@ -61,7 +63,7 @@ pub struct DeidentifyArgs {
     #[arg(long)]
     pub shard: Option<Shard>,
     /// Rows per record batch read and de-identified together.
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = 256)]
     pub batch_rows: usize,
     /// Rows per shard unit: consecutive rows of one file that go to the same shard. Every
     /// shard of a run must use the same value.

@@ -125,7 +125,10 @@ pub fn scan(files: Vec<(PathBuf, Format)>) -> Result<Inputs, BatchRunError> {
         .iter()
         .find_map(|(_, s)| s.clone())
         .or(ndjson_schema.clone())
-        .ok_or_else(|| BatchRunError::NoInput("the inputs (no columns found)".into()))?;
+        .ok_or_else(|| match scanned.first() {
+            Some((f, _)) => BatchRunError::bad_file(&f.path, "no rows, so no columns"),
+            None => BatchRunError::NoInput("the arguments".into()),
+        })?;
     for (file, schema) in &scanned {
         let Some(schema) = schema.as_ref().or(ndjson_schema.as_ref()) else {
             continue;
