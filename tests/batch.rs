@@ -584,6 +584,8 @@ fn bad_files_and_a_missing_key_fail_clearly_without_data() {
 
     let good = dir.join("good.ndjson");
     std::fs::write(&good, "{\"id\": 1, \"text\": \"x\"}\n").expect("ndjson");
+    let err = failure(&["--input", s(&dir), "--output", s(&dir)], None);
+    assert!(err.contains("also an input directory"), "{err}");
     let err = failure(
         &["--input", s(&good), "--output", s(&out)],
         Some(("SERVICE_DEID_SECRET_KEY", "")),

@@ -163,6 +163,18 @@ pub fn run(args: DeidentifyArgs) -> Result<Summary, BatchRunError> {
     }
     let options = args.options.deid_options()?;
     let shard = args.shard.unwrap_or(Shard::ALL);
+    if let Ok(out) = args.output.canonicalize()
+        && args
+            .input
+            .iter()
+            .any(|i| i.canonicalize().is_ok_and(|i| i == out))
+    {
+        // A rerun would read the parts as input.
+        return Err(BatchRunError::Options(format!(
+            "the output directory {} is also an input directory",
+            args.output.display()
+        )));
+    }
     let inputs = inputs::scan(inputs::list(&args.input)?)?;
     let cols = BatchColumns {
         text: args.text_column.clone(),
