@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod batch;
 pub mod cohort;
 pub mod config;
 pub mod datafiles;

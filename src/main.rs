@@ -21,6 +21,8 @@ enum Command {
     GenerateCorpus(GenerateArgs),
     /// Serve the decision tool `service_decide` over MCP on stdin/stdout (logs go to stderr).
     Mcp(McpArgs),
+    /// Batch work on files (see `phiflow batch deidentify --help`).
+    Batch(phiflow::batch::BatchArgs),
 }
 
 #[derive(clap::Args)]
@@ -67,6 +69,7 @@ fn main() -> std::process::ExitCode {
         Command::Serve(settings) => run_serve(settings),
         Command::Eval(args) => run_eval(args),
         Command::Mcp(args) => run_mcp(args),
+        Command::Batch(args) => run_batch(args),
         Command::GenerateCorpus(args) => {
             let notes = phiflow::eval::generate(args.seed, args.notes);
             match std::fs::write(&args.out, phiflow::eval::to_jsonl(&notes)) {
@@ -206,6 +209,22 @@ fn ignore_sigxfsz() {
     // spawned, installs no handler code and touches no Rust state.
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
+/// Batch commands log to stderr (beside the progress line); the summary goes to stdout.
+fn run_batch(args: phiflow::batch::BatchArgs) -> std::process::ExitCode {
+    let phiflow::batch::BatchCommand::Deidentify(args) = args.command;
+    init_stderr_logging(args.settings.log_json);
+    match phiflow::batch::run(*args) {
+        Ok(summary) => {
+            println!("{}", serde_json::to_string(&summary).unwrap_or_default());
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("phiflow batch deidentify: {e}");
+            std::process::ExitCode::FAILURE
+        }
     }
 }
 

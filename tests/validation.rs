@@ -224,6 +224,19 @@ async fn valid_requests_are_served_or_get_501_after_validation() {
                     "{route}: {body}"
                 )
             }
+            // The schema passes; what only a real export can check (a usable key, an output
+            // folder inside the configured root, the secret key) answers 422 by field. The
+            // whole flow runs in tests/fhir_ingest.rs against a local Bulk Data server.
+            "/fhir/smart-backend/ingestions" => {
+                assert_eq!(status, 422, "{route}: {body}");
+                for v in body["detail"].as_array().expect("detail") {
+                    let field = v["loc"][1].as_str().unwrap_or_default();
+                    assert!(
+                        ["private_key_pem", "output_dir", "method"].contains(&field),
+                        "{route}: {body}"
+                    );
+                }
+            }
             // The shared test server has no upstream configured.
             "/privacy-gateway/complete" => {
                 assert_eq!(status, 503, "{route}: {body}");
@@ -243,7 +256,8 @@ async fn valid_requests_are_served_or_get_501_after_validation() {
         "/fhir/smart-backend/ingestions/abc/summary",
     ] {
         let (status, body) = s.get(path).await;
-        assert_eq!(status, 501, "{path}: {body}");
+        assert_eq!(status, 404, "{path}: {body}");
+        assert_eq!(body["error"]["code"], "ingestion_not_found");
     }
 }
 

@@ -328,7 +328,7 @@ mod tests {
         );
         assert_eq!(r.required(&Method::GET, "/jobs/123"), None);
         assert_eq!(r.required(&Method::PUT, "/jobs"), None);
-        assert_eq!(builtin_route_scopes().len(), 19);
+        assert_eq!(builtin_route_scopes().len(), 20);
         assert_eq!(r.override_count(), 0);
     }
 
