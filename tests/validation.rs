@@ -202,7 +202,7 @@ async fn every_route_lists_every_violation_with_its_loc() {
 }
 
 #[tokio::test]
-async fn valid_requests_are_served_or_get_501_after_validation() {
+async fn valid_requests_pass_validation() {
     let s = common::server();
     for (route, good, _, _) in cases() {
         let (status, body) = s.post(route, &good).await;
