@@ -4,7 +4,6 @@
 //! machine gives the same output.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type, UInt32Type, UInt64Type};
@@ -44,8 +43,6 @@ pub const ADDED: [&str; 4] = ["deidentified_text", "spans", "status", "error"];
 
 /// How many rows run at once: enough windows to fill the batching queue's batches.
 const ROWS_IN_FLIGHT: usize = 32;
-/// How long a row waits, in all, for a busy model queue before it is reported as failed.
-const BUSY_PATIENCE: Duration = Duration::from_secs(300);
 
 fn span_fields() -> Fields {
     Fields::from(vec![
@@ -185,28 +182,6 @@ fn error_code(e: &DeidError) -> &'static str {
 }
 
 impl Deidentifier {
-    /// De-identifies one row, waiting out a full queue (back-pressure, not a verdict on the
-    /// row) for a while.
-    pub async fn run_patiently(
-        &self,
-        p: &Prepared,
-        model: &ModelHandle,
-        text: Arc<str>,
-        subject: Subject<'_>,
-    ) -> Result<Deidentification, DeidError> {
-        let started = tokio::time::Instant::now();
-        loop {
-            match self.run(p, model, text.clone(), subject).await {
-                Err(DeidError::Inference(InferenceError::QueueFull { retry_after_secs }))
-                    if started.elapsed() < BUSY_PATIENCE =>
-                {
-                    tokio::time::sleep(Duration::from_secs(retry_after_secs.max(1))).await;
-                }
-                other => return other,
-            }
-        }
-    }
-
     /// De-identifies the text column of `batch` (see the module doc for the output).
     pub async fn deidentify_batch(
         self: &Arc<Self>,

@@ -344,6 +344,29 @@ impl Deidentifier {
         })
     }
 
+    /// [`Self::run`], waiting out a full queue (back-pressure, not a verdict on the text) for
+    /// a while: for jobs, batches and exports, which have no caller to send a 503 to.
+    pub async fn run_patiently(
+        &self,
+        p: &Prepared,
+        model: &ModelHandle,
+        text: Arc<str>,
+        subject: Subject<'_>,
+    ) -> Result<Deidentification, DeidError> {
+        patiently(|| self.run(p, model, text.clone(), subject)).await
+    }
+
+    /// [`Self::detect`], waiting out a full queue like [`Self::run_patiently`].
+    pub async fn detect_patiently(
+        &self,
+        p: &Prepared,
+        model: &ModelHandle,
+        text: Arc<str>,
+        subject: Subject<'_>,
+    ) -> Result<Detected, DeidError> {
+        patiently(|| self.detect(p, model, text.clone(), subject)).await
+    }
+
     /// Prepares, loads the model and runs: the one-call form for a single text.
     pub async fn deidentify(
         &self,
@@ -407,6 +430,29 @@ impl Prepared {
                 "max_confidence_threshold": p.max_confidence_threshold,
             })),
         })
+    }
+}
+
+/// How long work waits, in all, for a busy model queue before it fails.
+const BUSY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Calls `f` until it gives something other than a full queue, sleeping as the queue asks,
+/// for at most [`BUSY_PATIENCE`].
+async fn patiently<T, F, Fut>(f: F) -> Result<T, DeidError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, DeidError>>,
+{
+    let started = tokio::time::Instant::now();
+    loop {
+        match f().await {
+            Err(DeidError::Inference(InferenceError::QueueFull { retry_after_secs }))
+                if started.elapsed() < BUSY_PATIENCE =>
+            {
+                tokio::time::sleep(std::time::Duration::from_secs(retry_after_secs.max(1))).await;
+            }
+            other => return other,
+        }
     }
 }
 

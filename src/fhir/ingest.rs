@@ -756,18 +756,21 @@ impl Ingestions {
         Ok(out)
     }
 
+    /// The live counters of a job running in this process.
+    fn live(&self, id: &str) -> Option<Arc<Live>> {
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned()
+    }
+
     /// The job record (None for an unknown id).
     pub fn get(&self, id: &str) -> Result<Option<Value>, JobError> {
         let Some(row) = self.store.get(id)? else {
             return Ok(None);
         };
-        let live = self
-            .live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(id)
-            .cloned();
-        Ok(Some(record(&row, live.map(|l| l.report()))))
+        Ok(Some(record(&row, self.live(id).map(|l| l.report()))))
     }
 
     /// The summary of a finished job.
@@ -788,13 +791,7 @@ impl Ingestions {
             return Ok(None);
         };
         if row.status == "running" {
-            let live = self
-                .live
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(id)
-                .cloned();
-            match live {
+            match self.live(id) {
                 Some(l) => {
                     l.cancelled.store(true, Ordering::Release);
                     l.progress.cancelled.store(true, Ordering::Release);
