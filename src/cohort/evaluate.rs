@@ -57,7 +57,7 @@ use super::phenotype::{
     Phenotype, Temporality,
 };
 use crate::idhash::{IdMap, IdSet};
-use crate::parallel;
+use rayon::prelude::*;
 
 // ---------------------------------------------------------------------------------------------
 // Output
@@ -172,7 +172,11 @@ pub fn resolve(
 ) -> Result<Resolution, ResolveError> {
     check_hierarchy(p, h)?;
     let cols = Columns::new(data)?;
-    let sets: Vec<SetEval> = parallel::map(p.concept_sets(), |s| SetEval::new(s, h, &cols));
+    let sets: Vec<SetEval> = p
+        .concept_sets()
+        .par_iter()
+        .map(|s| SetEval::new(s, h, &cols))
+        .collect();
     // Provenance needs only the set matches: it runs beside the criteria, whose waves leave
     // a core idle, and the evidence.
     let (resolved, concept_sets) = std::thread::scope(|s| {
@@ -552,13 +556,16 @@ fn all_criterion_hits(
         if ready.is_empty() {
             break;
         }
-        let wave = parallel::map(&ready, |&i| {
-            let c = &criteria[i];
-            let anchor = c
-                .anchor
-                .map(|a| (AnchorDates::new(hits[a.criterion].as_deref()), a));
-            criterion_hits(c, &sets[c.concept_set], anchor.as_ref(), cols)
-        });
+        let wave: Vec<_> = ready
+            .par_iter()
+            .map(|&i| {
+                let c = &criteria[i];
+                let anchor = c
+                    .anchor
+                    .map(|a| (AnchorDates::new(hits[a.criterion].as_deref()), a));
+                criterion_hits(c, &sets[c.concept_set], anchor.as_ref(), cols)
+            })
+            .collect();
         for (i, h) in ready.into_iter().zip(wave) {
             hits[i] = Some(h?);
         }
@@ -840,20 +847,23 @@ fn collect_evidence(
     cols: &Columns,
 ) -> Vec<PatientEvidence> {
     let positive = positive_criteria(p.expression());
-    parallel::map(patients, |&person| {
-        let mut matches = Vec::new();
-        for &ci in &positive {
-            let c = &p.criteria()[ci];
-            let set_id = &p.concept_sets()[c.concept_set].id;
-            let mut own = person_hits(&hits[ci], person).to_vec();
-            own.sort_unstable_by_key(evidence_order);
-            matches.extend(own.iter().map(|h| pointer(&c.id, set_id, h.row, cols)));
-        }
-        PatientEvidence {
-            person_id: person,
-            matches,
-        }
-    })
+    patients
+        .par_iter()
+        .map(|&person| {
+            let mut matches = Vec::new();
+            for &ci in &positive {
+                let c = &p.criteria()[ci];
+                let set_id = &p.concept_sets()[c.concept_set].id;
+                let mut own = person_hits(&hits[ci], person).to_vec();
+                own.sort_unstable_by_key(evidence_order);
+                matches.extend(own.iter().map(|h| pointer(&c.id, set_id, h.row, cols)));
+            }
+            PatientEvidence {
+                person_id: person,
+                matches,
+            }
+        })
+        .collect()
 }
 
 /// The hits of `person` within hits sorted by person.

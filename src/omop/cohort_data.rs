@@ -25,7 +25,7 @@ use super::constraints::parse_offset;
 use super::dataset::{self, DatasetError, KeepIf};
 use crate::cohort::events::{CohortData, event_schema, observation_period_schema};
 use crate::idhash::{IdMap, IdSet};
-use crate::parallel;
+use rayon::prelude::*;
 
 /// Where tables come from: a load just built in memory, or a stored dataset.
 pub enum Source<'a> {
@@ -683,28 +683,37 @@ pub fn cohort_data(
     let halves = [0..n / 2, n / 2..n];
     let mut parts = Vec::new();
     let mut claimed_pairs = Vec::new();
-    for part in parallel::map(&halves, |r| {
-        mention_events(&nlp, &assertions, r.clone(), &lk, &rows.derived)
-    }) {
+    let halves: Vec<_> = halves
+        .par_iter()
+        .map(|r| mention_events(&nlp, &assertions, r.clone(), &lk, &rows.derived))
+        .collect();
+    for part in halves {
         let (batch, claimed) = part?;
         parts.push(batch);
         claimed_pairs.push(claimed);
     }
     let tables: Vec<usize> = (0..EVENT_TABLES.len()).collect();
-    let claimed: Vec<IdSet> = parallel::map(&tables, |&t| {
-        claimed_pairs
-            .iter()
-            .flatten()
-            .filter(|(table, _)| *table == t)
-            .map(|(_, id)| *id)
-            .collect()
-    });
+    let claimed: Vec<IdSet> = tables
+        .par_iter()
+        .map(|&t| {
+            claimed_pairs
+                .iter()
+                .flatten()
+                .filter(|(table, _)| *table == t)
+                .map(|(_, id)| *id)
+                .collect()
+        })
+        .collect();
     let row_parts: Vec<RowPart> = tables
         .iter()
         .map(|&t| RowPart::Clinical(t))
         .chain([RowPart::VisitsAndDeaths])
         .collect();
-    for part in parallel::each(&row_parts, |&p| row_events(&rows, &claimed, &lk, p)) {
+    let row_parts: Vec<_> = row_parts
+        .par_iter()
+        .map(|&p| row_events(&rows, &claimed, &lk, p))
+        .collect();
+    for part in row_parts {
         parts.push(part?);
     }
     let events = concat_batches(&event_schema(), &parts)?;

@@ -20,6 +20,7 @@ use parquet::arrow::arrow_reader::{ArrowPredicateFn, ParquetRecordBatchReaderBui
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use parquet::file::statistics::Statistics;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::digest::sha256_hex;
@@ -259,12 +260,13 @@ pub fn read_where_split(
         .chunks(groups.len().div_ceil(threads))
         .map(<[usize]>::to_vec)
         .collect();
-    let batches = crate::parallel::map(&parts, |part| {
-        let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(&path)?)?;
-        read_groups(builder, columns, keep, part.clone())
-    })
-    .into_iter()
-    .collect::<Result<Vec<_>, DatasetError>>()?;
+    let batches = parts
+        .par_iter()
+        .map(|part| {
+            let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(&path)?)?;
+            read_groups(builder, columns, keep, part.clone())
+        })
+        .collect::<Result<Vec<_>, DatasetError>>()?;
     match batches.first() {
         Some(b) => Ok(concat_batches(&b.schema(), &batches)?),
         None => read_groups(builder, columns, keep, Vec::new()),
