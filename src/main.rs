@@ -43,7 +43,7 @@ struct EvalArgs {
     sets: Vec<String>,
     /// Folder holding the sets (`deid_eval.jsonl`, `asq-phi/`).
     #[arg(long, default_value = "tests/data")]
-    data_dir: std::path::PathBuf,
+    sets_dir: std::path::PathBuf,
     /// Policy applied, or `none`.
     #[arg(long, default_value = "hipaa_safe_harbor")]
     policy: String,
@@ -116,7 +116,7 @@ fn run_eval(args: EvalArgs) -> std::process::ExitCode {
                 }]
             })
             .map_err(|e| format!("{}: {e}", path.display())),
-        None => phiflow::eval::sets::load(&args.data_dir, &args.sets),
+        None => phiflow::eval::sets::load(&args.sets_dir, &args.sets),
     };
     let sets = match sets {
         Ok(s) => s,
