@@ -404,8 +404,8 @@ fn note_leaks(
     found
 }
 
-/// One line per missed gold character run and per predicted run outside every gold span, with
-/// the text around it: for studying a set's errors. It prints the set's text, so `phiflow eval`
+/// One line per gold span not wholly covered (MISS), per prediction wholly outside gold (FALSE)
+/// and per prediction running past its gold span (OVER), with the text around it: for studying a set's errors. It prints the set's text, so `phiflow eval`
 /// offers it only for sets marked as tuned on (never for a held-out half).
 pub fn error_lines(notes: &[Note], outputs: &[(Vec<Predicted>, String)]) -> Vec<String> {
     let mut lines = Vec::new();
@@ -443,11 +443,18 @@ pub fn error_lines(notes: &[Note], outputs: &[(Vec<Predicted>, String)]) -> Vec<
             let Some((a, b)) = clamp(p.start, p.end, n) else {
                 continue;
             };
-            if p.redacted && gold[a..b].iter().all(|&g| !g) {
-                let value: String = chars[a..b].iter().collect();
+            if p.redacted && !gold[a..b].iter().all(|&g| g) {
+                let whole = gold[a..b].iter().all(|&g| !g);
+                // Characters outside gold shown, gold ones as '_'.
+                let value: String = chars[a..b]
+                    .iter()
+                    .zip(&gold[a..b])
+                    .map(|(&c, &g)| if g && !whole { '_' } else { c })
+                    .collect();
                 lines.push(format!(
-                    "{} FALSE {} [{}] in: {}",
+                    "{} {} {} [{}] in: {}",
                     note.id,
+                    if whole { "FALSE" } else { "OVER" },
                     p.label,
                     value,
                     window(&chars, a, b)
@@ -931,15 +938,19 @@ mod tests {
             assert!(t.contains(class) && md.contains(class), "{class}");
         }
         assert!(t.contains("OVERALL") && t.contains("n/a") && !t.contains("NaN"));
-        assert!(t.trim_end().ends_with("leaks: 1"), "{t}");
+        assert!(t.contains("\nleaks: 1\n"), "{t}");
+        assert!(
+            t.contains("whole-identifier leaks (4+ chars, verbatim): 1\n"),
+            "{t}"
+        );
         assert!(
             md.contains("| A_NAMES | 5 | 100.00% | 100.00% | 100.00% | 1 |"),
             "{md}"
         );
-        assert!(md.trim_end().ends_with("leaks: 1"));
+        assert!(md.contains("\nleaks: 1  \n"), "{md}");
         // Columns line up: every data row has the same width as the header.
         let widths: Vec<usize> = t.lines().take(21).map(|l| l.chars().count()).collect();
         assert!(widths.iter().all(|w| *w <= widths[1]), "{t}");
-        assert_eq!(t.lines().count(), 1 + 1 + 18 + 1 + 1);
+        assert_eq!(t.lines().count(), 1 + 1 + 18 + 1 + 3);
     }
 }
