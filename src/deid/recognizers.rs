@@ -135,6 +135,14 @@ impl Recognizers {
             });
             text.ok().map(|t| Gazetteer::from_lines(&t))
         })
+        .inspect(|table| {
+            if !table.inactive.is_empty() {
+                tracing::warn!(
+                    patterns = ?table.inactive,
+                    "recognizer patterns left out: gazetteers not installed (run scripts/fetch-assets)"
+                );
+            }
+        })
     }
 
     /// Builds the table from (file name, TOML text) pairs; `gazetteer` reads a gazetteer file
