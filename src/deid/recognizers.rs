@@ -996,6 +996,12 @@ mod tests {
         );
         has("seen at our Chicago clinic", "CITY", "Chicago");
         has("Marcus: I told you so", "NAME", "Marcus");
+        has("Triage RN: nurse Emily at 18:53", "NAME", "Emily");
+        has(
+            "label reprinted for SMITH, CHIOMA, MRN",
+            "NAME",
+            "SMITH, CHIOMA",
+        );
         for quiet in [
             "Will continue the plan",
             "Hope for the best",
