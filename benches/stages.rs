@@ -1,9 +1,12 @@
 //! Criterion benches per CPU stage on a ~10k-character note: tokenize, window, sentence
-//! detection, aggregate, merge. (Inference throughput is measured by the `load` bench.)
+//! detection, aggregate, merge, and the recognizer table (`recognize_*`: the original `en.toml`
+//! alone beside the shipped tables with gazetteers, which every de-identified document runs).
+//! (Inference throughput is measured by the `load` bench.)
 
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use phiflow::deid::Recognizers;
 use phiflow::inference::{LabelSet, TokenizerHandle};
 use phiflow::stages::aggregate::{Aggregation, aggregate};
 use phiflow::stages::infer::TokenScores;
@@ -23,6 +26,38 @@ fn bench(c: &mut Criterion) {
     c.bench_function("tokenize_10k_chars", |b| {
         b.iter(|| tokens::tokenize(&tk, TextView::new(original.clone()), Some("en")).unwrap())
     });
+    let en_only = Recognizers::from_sources(
+        &[(
+            "en.toml".into(),
+            std::fs::read_to_string("pipelines/recognizers/en.toml").expect("en.toml"),
+        )],
+        |_| None,
+    )
+    .expect("en.toml loads");
+    let shipped = Recognizers::load(std::path::Path::new("pipelines/recognizers"))
+        .expect("shipped recognizers load");
+    assert!(
+        shipped.inactive.is_empty(),
+        "run scripts/fetch-assets first (gazetteers)"
+    );
+    // The project's synthetic notes: non-ASCII names and units, as real notes have.
+    let notes = phiflow::eval::from_jsonl(
+        &std::fs::read_to_string("tests/data/deid_eval.jsonl").expect("synthetic corpus"),
+    )
+    .expect("corpus parses");
+    let unicode: String = notes[..12]
+        .iter()
+        .map(|n| n.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    for (name, table) in [("en_toml_only", &en_only), ("shipped", &shipped)] {
+        c.bench_function(&format!("recognize_{name}_ascii_10k_chars"), |b| {
+            b.iter(|| table.find(&text))
+        });
+        c.bench_function(&format!("recognize_{name}_unicode_12_notes"), |b| {
+            b.iter(|| table.find(&unicode))
+        });
+    }
     c.bench_function("sentence_starts_10k_chars", |b| {
         b.iter(|| sentence::sentence_starts(&text, "en"))
     });

@@ -14,8 +14,8 @@ struct Cli {
 enum Command {
     /// Start the HTTP service.
     Serve(Settings),
-    /// Score de-identification on the labeled synthetic corpus: per-HIPAA-class recall and
-    /// precision at character level, and the leak count.
+    /// Score de-identification on every evaluation set (the synthetic corpus and third-party
+    /// ASQ-PHI halves): per-HIPAA-class recall and precision at character level, and leaks.
     Eval(EvalArgs),
     /// Write the synthetic evaluation corpus (seeded, reproducible) as JSON Lines.
     GenerateCorpus(GenerateArgs),
@@ -36,9 +36,16 @@ struct McpArgs {
 
 #[derive(clap::Args)]
 struct EvalArgs {
-    /// The gold corpus (JSON Lines, as written by `generate-corpus`).
-    #[arg(long, default_value = "tests/data/deid_eval.jsonl")]
-    corpus: std::path::PathBuf,
+    /// Evaluate only this gold corpus (JSON Lines, as written by `generate-corpus`) instead of
+    /// the named sets.
+    #[arg(long)]
+    corpus: Option<std::path::PathBuf>,
+    /// Sets to evaluate (repeatable): all, synthetic, asq-phi-dev, asq-phi-test.
+    #[arg(long = "set", default_value = "all")]
+    sets: Vec<String>,
+    /// Folder holding the sets (`deid_eval.jsonl`, `asq-phi/`).
+    #[arg(long, default_value = "tests/data")]
+    sets_dir: std::path::PathBuf,
     /// Policy applied, or `none`.
     #[arg(long, default_value = "hipaa_safe_harbor")]
     policy: String,
@@ -49,6 +56,10 @@ struct EvalArgs {
     /// Print the table as Markdown (for the README).
     #[arg(long)]
     markdown: bool,
+    /// Also list every missed identifier and false positive with its context (only for sets
+    /// marked as tuned on: a held-out set's text is never shown).
+    #[arg(long)]
+    errors: bool,
     #[command(flatten)]
     settings: Settings,
 }
@@ -94,12 +105,25 @@ fn run_eval(args: EvalArgs) -> std::process::ExitCode {
     let Some(method) = phiflow::deid::policy::Method::parse(&args.method) else {
         return fail(format!("unknown method {}", args.method));
     };
-    let notes = match std::fs::read_to_string(&args.corpus)
-        .map_err(|e| e.to_string())
-        .and_then(|s| phiflow::eval::from_jsonl(&s))
-    {
-        Ok(n) => n,
-        Err(e) => return fail(format!("{}: {e}", args.corpus.display())),
+    let sets = match &args.corpus {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|s| phiflow::eval::from_jsonl(&s))
+            .map(|notes| {
+                vec![phiflow::eval::sets::EvalSet {
+                    name: "corpus",
+                    source: "--corpus",
+                    tuned_on: false,
+                    notes,
+                    unplaced: 0,
+                }]
+            })
+            .map_err(|e| format!("{}: {e}", path.display())),
+        None => phiflow::eval::sets::load(&args.sets_dir, &args.sets),
+    };
+    let sets = match sets {
+        Ok(s) => s,
+        Err(e) => return fail(e),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -119,25 +143,40 @@ fn run_eval(args: EvalArgs) -> std::process::ExitCode {
             Ok(s) => s,
             Err(e) => return fail(e.to_string()),
         };
-        let started = std::time::Instant::now();
-        match phiflow::eval::runner::run(&state, &notes, &options).await {
-            Ok(report) => {
-                println!(
-                    "{} notes, policy {}, method {}, {:.1} s",
-                    notes.len(),
-                    args.policy,
-                    args.method,
-                    started.elapsed().as_secs_f64()
-                );
-                if args.markdown {
-                    println!("{}", report.markdown());
-                } else {
-                    println!("{}", report.table());
+        for set in &sets {
+            let started = std::time::Instant::now();
+            let outputs = match phiflow::eval::runner::predict(&state, &set.notes, &options).await {
+                Ok(o) => o,
+                Err(e) => return fail(e),
+            };
+            let report = phiflow::eval::evaluate(&set.notes, &outputs);
+            if args.errors && set.tuned_on {
+                for line in phiflow::eval::metrics::error_lines(&set.notes, &outputs) {
+                    println!("{line}");
                 }
-                std::process::ExitCode::SUCCESS
             }
-            Err(e) => fail(e),
+            println!(
+                "## {}: {} notes, policy {}, method {}, {:.1} s\n{}{}{}\n",
+                set.name,
+                set.notes.len(),
+                args.policy,
+                args.method,
+                started.elapsed().as_secs_f64(),
+                set.source,
+                if set.tuned_on { " (tuned on)" } else { "" },
+                if set.unplaced > 0 {
+                    format!("; {} gold values not found in their text", set.unplaced)
+                } else {
+                    String::new()
+                },
+            );
+            if args.markdown {
+                println!("{}", report.markdown());
+            } else {
+                println!("{}", report.table());
+            }
         }
+        std::process::ExitCode::SUCCESS
     })
 }
 

@@ -59,3 +59,60 @@ fn safe_harbor_recall_on_the_synthetic_corpus() {
         }
     }
 }
+
+/// Floors on text nobody here wrote, per set: (name, min recall, min precision, max whole-identifier
+/// leaks). Measured with `phiflow eval` (README "De-identification quality"); a change that lowers
+/// recall or adds a leak on either half fails here. The held-out half was never looked at.
+const THIRD_PARTY_FLOORS: [(&str, f64, f64, usize); 2] = [
+    ("asq-phi-dev", 0.970, 0.93, 9),
+    ("asq-phi-test", 0.965, 0.935, 10),
+];
+
+#[test]
+fn third_party_sets_hold_their_recall_and_leak_floors() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let names: Vec<String> = THIRD_PARTY_FLOORS
+        .iter()
+        .map(|(n, ..)| n.to_string())
+        .collect();
+    let sets = phiflow::eval::sets::load(&dir, &names).expect("third-party sets load");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let mut settings = Settings::from_env();
+        settings.preload_models = Some(vec![]);
+        let state = phiflow::api::build_state_without_jobs(settings).expect("service state");
+        let inactive = &state.pipelines.recognizers.inactive;
+        assert!(
+            inactive.is_empty(),
+            "gazetteers missing (run scripts/fetch-assets): {inactive:?}"
+        );
+        for (set, (name, min_recall, min_precision, max_leaks)) in
+            sets.iter().zip(THIRD_PARTY_FLOORS)
+        {
+            assert_eq!(set.name, name);
+            let report = run(&state, &set.notes, &EvalOptions::default())
+                .await
+                .expect("evaluation runs");
+            println!("{name}\n{}", report.table());
+            let o = &report.overall;
+            assert!(
+                o.recall.unwrap_or(0.0) >= min_recall,
+                "{name} recall\n{}",
+                report.table()
+            );
+            assert!(
+                o.precision.unwrap_or(0.0) >= min_precision,
+                "{name} precision\n{}",
+                report.table()
+            );
+            assert!(
+                report.whole_leaks <= max_leaks,
+                "{name} leaks\n{}",
+                report.table()
+            );
+        }
+    });
+}

@@ -3,6 +3,7 @@
 //! operators that rewrite text.
 
 pub mod dates;
+pub mod gazetteer;
 mod labels;
 mod recognizers;
 mod validators;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use regex::Regex;
 use serde::Deserialize;
 
+use super::gazetteer::Gazetteer;
 use super::labels;
 use super::validators::Validator;
 
@@ -26,6 +27,10 @@ struct FileSpec {
     version: String,
     #[serde(default)]
     vars: BTreeMap<String, String>,
+    /// Gazetteer name → file (relative to the working directory, else to the repository root
+    /// above `pipelines/recognizers`), as written by scripts/fetch-assets.
+    #[serde(default)]
+    gazetteers: BTreeMap<String, String>,
     #[serde(default)]
     pattern: Vec<PatternSpec>,
 }
@@ -49,6 +54,8 @@ struct PatternSpec {
     context_chars: Option<usize>,
     #[serde(default)]
     merge_only: bool,
+    #[serde(default)]
+    labelled: bool,
 }
 
 /// One compiled pattern.
@@ -65,7 +72,18 @@ struct Pattern {
     requires_context: bool,
     context_chars: usize,
     merge_only: bool,
+    /// The match itself holds the label naming the identifier ("SSN: …").
+    labelled: bool,
+    /// Capture groups whose name starts with `veto`: one taking part drops the match.
+    vetoes: Vec<usize>,
+    /// Capture groups named `gaz_<name>` with their gazetteer: each taking part must be
+    /// listed there (its longest listed word prefix; the identifier is cut to match).
+    gated: Vec<(usize, Arc<Gazetteer>)>,
 }
+
+/// Score kept by a labelled value that fails a checksum or issuing-rule validator: the label
+/// says what it is, the checksum only that it may be mistyped or invented.
+const FAILED_CHECKSUM_FACTOR: f32 = 0.8;
 
 /// One recognizer finding, in byte offsets of the text it was found in.
 #[derive(Clone, Debug, PartialEq)]
@@ -87,6 +105,9 @@ pub struct Recognizers {
     patterns: Vec<Pattern>,
     /// The versions of the loaded files, joined: reported with sweep results.
     pub version: String,
+    /// Patterns left out because a gazetteer they need is not installed (run
+    /// scripts/fetch-assets), as `pattern id (gazetteer)`.
+    pub inactive: Vec<String>,
 }
 
 const DEFAULT_CONTEXT_CHARS: usize = 40;
@@ -94,6 +115,7 @@ const DEFAULT_CONTEXT_CHARS: usize = 40;
 impl Recognizers {
     /// Loads every `*.toml` file of `dir`, in name order.
     pub fn load(dir: &Path) -> Result<Self, RecognizerError> {
+        let root = dir.parent().and_then(Path::parent);
         let sources =
             crate::datafiles::read_toml_dir(dir, "recognizers").map_err(|e| RecognizerError {
                 file: e.file,
@@ -105,14 +127,35 @@ impl Recognizers {
                 message: "no recognizer files (*.toml)".into(),
             });
         }
-        Self::from_sources(&sources)
+        Self::from_sources(&sources, |path| {
+            let path = Path::new(path);
+            let text = std::fs::read_to_string(path).or_else(|e| match root {
+                Some(r) if path.is_relative() => std::fs::read_to_string(r.join(path)),
+                _ => Err(e),
+            });
+            text.ok().map(|t| Gazetteer::from_lines(&t))
+        })
+        .inspect(|table| {
+            if !table.inactive.is_empty() {
+                tracing::warn!(
+                    patterns = ?table.inactive,
+                    "recognizer patterns left out: gazetteers not installed (run scripts/fetch-assets)"
+                );
+            }
+        })
     }
 
-    /// Builds the table from (file name, TOML text) pairs.
-    pub fn from_sources(sources: &[(String, String)]) -> Result<Self, RecognizerError> {
+    /// Builds the table from (file name, TOML text) pairs; `gazetteer` reads a gazetteer file
+    /// by its path (`None`: not installed, and the patterns needing it are left out).
+    pub fn from_sources(
+        sources: &[(String, String)],
+        gazetteer: impl Fn(&str) -> Option<Gazetteer>,
+    ) -> Result<Self, RecognizerError> {
         let mut patterns = Vec::new();
         let mut versions = Vec::new();
         let mut ids = HashSet::new();
+        let mut inactive = Vec::new();
+        let mut gazetteers: BTreeMap<String, Option<Arc<Gazetteer>>> = BTreeMap::new();
         for (file, src) in sources {
             let err = |message: String| RecognizerError {
                 file: file.clone(),
@@ -120,6 +163,10 @@ impl Recognizers {
             };
             let spec: FileSpec = toml::from_str(src).map_err(|e| err(e.to_string()))?;
             versions.push(spec.version);
+            for (name, path) in &spec.gazetteers {
+                let g = gazetteer(path).filter(|g| !g.is_empty()).map(Arc::new);
+                gazetteers.insert(name.clone(), g);
+            }
             for p in spec.pattern {
                 let at = |m: String| err(format!("pattern `{}`: {m}", p.id));
                 if !ids.insert(p.id.clone()) {
@@ -136,10 +183,25 @@ impl Recognizers {
                 if p.requires_context && p.context.is_empty() {
                     return Err(at("requires_context without context words".into()));
                 }
+                let mut gated = Vec::new();
+                let mut missing = None;
+                for (i, name) in regex.capture_names().enumerate() {
+                    let Some(g) = name.and_then(|n| n.strip_prefix("gaz_")) else {
+                        continue;
+                    };
+                    match gazetteers.get(g) {
+                        None => return Err(at(format!("unknown gazetteer `{g}`"))),
+                        Some(None) => missing = Some(g.to_string()),
+                        Some(Some(list)) => gated.push((i, list.clone())),
+                    }
+                }
+                if let Some(g) = missing {
+                    inactive.push(format!("{} ({g})", p.id));
+                    continue;
+                }
                 patterns.push(Pattern {
                     id: Arc::from(p.id.as_str()),
                     label: labels::canonical_label(&p.label).name,
-                    regex,
                     score: p.score,
                     priority: p.priority,
                     validator: p.validator,
@@ -148,22 +210,41 @@ impl Recognizers {
                     requires_context: p.requires_context,
                     context_chars: p.context_chars.unwrap_or(DEFAULT_CONTEXT_CHARS),
                     merge_only: p.merge_only,
+                    labelled: p.labelled,
+                    vetoes: regex
+                        .capture_names()
+                        .enumerate()
+                        .filter(|(_, n)| n.is_some_and(|n| n.starts_with("veto")))
+                        .map(|(i, _)| i)
+                        .collect(),
+                    gated,
+                    regex,
                 });
             }
         }
         Ok(Self {
             patterns,
             version: versions.join("+"),
+            inactive,
         })
     }
 
     /// The shipped English table.
     #[cfg(test)]
     pub fn builtin() -> Result<Self, RecognizerError> {
-        Self::from_sources(&[(
-            "en.toml".into(),
-            include_str!("../../pipelines/recognizers/en.toml").into(),
-        )])
+        Self::from_sources(
+            &[
+                (
+                    "en.toml".into(),
+                    include_str!("../../pipelines/recognizers/en.toml").into(),
+                ),
+                (
+                    "en_recall.toml".into(),
+                    include_str!("../../pipelines/recognizers/en_recall.toml").into(),
+                ),
+            ],
+            |_| None,
+        )
     }
 
     /// Every validated finding, overlaps resolved: higher priority wins, then higher score,
@@ -172,27 +253,44 @@ impl Recognizers {
         let mut all = Vec::new();
         for p in &self.patterns {
             for caps in p.regex.captures_iter(text) {
+                // A `veto` group that took part says the match is something else (a dose's
+                // unit after a number, a code system's name before it).
+                if p.vetoes.iter().any(|&i| caps.get(i).is_some()) {
+                    continue;
+                }
                 let Some(m) = caps.name("id").or_else(|| caps.get(0)) else {
                     continue;
                 };
-                let (start, end) = trim_match(text, m.start(), m.end());
+                let mut m_end = m.end();
+                if !p.gated.is_empty() && !gazetteers_agree(text, &caps, &p.gated, &mut m_end) {
+                    continue;
+                }
+                let (start, end) = trim_match(text, m.start(), m_end);
                 if start >= end {
                     continue;
                 }
                 let value = &text[start..end];
-                if p.validator.is_some_and(|v| !v.check(value)) {
-                    continue;
-                }
                 let has_context = !p.context.is_empty()
                     && has_context_word(text, caps.get(0).map_or(start, |m| m.start()), p);
                 if p.requires_context && !has_context {
                     continue;
                 }
-                let score = if has_context {
+                let mut score = if has_context {
                     (p.score + p.context_boost).min(1.0)
                 } else {
                     p.score
                 };
+                if let Some(v) = p.validator
+                    && !v.check(value)
+                {
+                    // A checksum never vetoes a value its label or context names: "SSN:
+                    // 000412345" is still the patient's SSN, only less certainly well formed.
+                    if v.is_checksum() && (p.labelled || has_context) {
+                        score *= FAILED_CHECKSUM_FACTOR;
+                    } else {
+                        continue;
+                    }
+                }
                 all.push(Finding {
                     start,
                     end,
@@ -225,6 +323,28 @@ impl Recognizers {
         }
         taken.into_values().collect()
     }
+}
+
+/// Whether every gazetteer group taking part is listed (its longest listed word prefix);
+/// when a group ends where the identifier ends, the identifier is cut to the listed prefix.
+fn gazetteers_agree(
+    text: &str,
+    caps: &regex::Captures,
+    gated: &[(usize, Arc<Gazetteer>)],
+    id_end: &mut usize,
+) -> bool {
+    for (i, list) in gated {
+        let Some(g) = caps.get(*i) else {
+            continue;
+        };
+        let Some(len) = list.longest_prefix(&text[g.start()..g.end()]) else {
+            return false;
+        };
+        if g.end() == *id_end {
+            *id_end = g.start() + len;
+        }
+    }
+    true
 }
 
 /// Replaces `{{name}}` with the file's variable of that name.
@@ -427,7 +547,8 @@ mod tests {
             "617-555-0143",
         );
         finds("phone 6175550143", "PHONE", "6175550143");
-        finds_nothing("order 6175550143");
+        // Not a phone without a cue; the Safe Harbor catch-all still removes it.
+        finds("order 6175550143", "OTHER_IDENTIFIER", "6175550143");
         finds(
             "mail john.smith@example.com.",
             "EMAIL",
@@ -463,20 +584,35 @@ mod tests {
     fn numbers_with_checksums() {
         finds("SSN 123-45-6789", "SSN", "123-45-6789");
         finds("ssn: 123456789", "SSN", "123456789");
-        finds_nothing("value 666-12-3456");
+        // Not a valid SSN, but a unique number of an SSN's shape all the same.
+        assert!(
+            found("value 666-12-3456")
+                .iter()
+                .all(|(p, ..)| p != "ssn_dashed")
+        );
         finds(
             "card 4111 1111 1111 1111 on file",
             "CREDIT_CARD",
             "4111 1111 1111 1111",
         );
-        finds_nothing("card 4111 1111 1111 1112 on file");
+        // A failed Luhn check under a "card" cue lowers the score; it no longer vetoes.
+        let weak = table().find("card 4111 1111 1111 1112 on file");
+        let strong = table().find("card 4111 1111 1111 1111 on file");
+        assert!(weak.len() == 1 && strong.len() == 1 && weak[0].score < strong[0].score);
+        assert!(
+            found("4111 1111 1111 1112")
+                .iter()
+                .all(|(_, l, _)| *l != "CREDIT_CARD")
+        );
         finds(
             "IBAN GB82 WEST 1234 5698 7654 32.",
             "IBAN",
             "GB82 WEST 1234 5698 7654 32",
         );
         finds("NPI: 1234567893", "NPI", "1234567893");
-        finds_nothing("NPI: 1234567890");
+        // Labelled: the failed check lowers the score, the NPI stays.
+        let npi = table().find("NPI: 1234567890");
+        assert!(npi.len() == 1 && npi[0].score < 0.95 * 0.9, "{npi:?}");
         finds("DEA AB1234563", "LICENSE_NUMBER", "AB1234563");
         finds("VIN 1HGCM82633A004352", "VEHICLE_ID", "1HGCM82633A004352");
         finds(
@@ -628,7 +764,7 @@ mod tests {
     #[test]
     fn bad_files_are_refused_with_the_reason() {
         let bad = |src: &str| {
-            Recognizers::from_sources(&[("x.toml".into(), src.into())])
+            Recognizers::from_sources(&[("x.toml".into(), src.into())], |_| None)
                 .unwrap_err()
                 .to_string()
         };
@@ -660,5 +796,231 @@ mod tests {
         assert_eq!(f.len(), 1);
         assert_eq!(&*f[0].pattern, "date_numeric");
         assert!(f[0].score > 0.85);
+    }
+
+    /// The shipped table with small stand-in gazetteers (the real ones are fetched).
+    fn with_gazetteers() -> Recognizers {
+        Recognizers::from_sources(
+            &[
+                (
+                    "en.toml".into(),
+                    include_str!("../../pipelines/recognizers/en.toml").into(),
+                ),
+                (
+                    "en_recall.toml".into(),
+                    include_str!("../../pipelines/recognizers/en_recall.toml").into(),
+                ),
+            ],
+            |path| {
+                let list = match path.rsplit('/').next() {
+                    Some("given_names.txt") => {
+                        "RICHARD\nSUNNY\nMARCUS\nWILL\nHOPE\nJOHN\nEMILY\nMERCY"
+                    }
+                    Some("surnames.txt") => "SMITH\nGENERAL\nORTEL",
+                    Some("us_places.txt") => "PORT LEYDEN\nCHICAGO\nHARROW\nEMILY\nWELLS\nLYME",
+                    _ => return None,
+                };
+                Some(Gazetteer::from_lines(list))
+            },
+        )
+        .expect("shipped recognizers load")
+    }
+
+    fn found_with(t: &Recognizers, text: &str) -> Vec<(String, &'static str, String)> {
+        t.find(text)
+            .into_iter()
+            .map(|f| {
+                (
+                    f.pattern.to_string(),
+                    f.label,
+                    text[f.start..f.end].to_string(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn labelled_values_stand_whatever_their_checksum() {
+        finds("SSN: 000412345 on file", "SSN", "000412345");
+        finds("SSN 987-65-4321.", "SSN", "987-65-4321");
+        finds(
+            "Professional ID: 304118822.",
+            "OTHER_IDENTIFIER",
+            "304118822",
+        );
+        finds("identifier 0391234 noted", "OTHER_IDENTIFIER", "0391234");
+        finds(
+            "Identity confirmed with 0412233.",
+            "OTHER_IDENTIFIER",
+            "0412233",
+        );
+        finds("Report: LAB-00412345", "OTHER_IDENTIFIER", "LAB-00412345");
+        finds(
+            "MRN 0412345/67 today",
+            "MEDICAL_RECORD_NUMBER",
+            "0412345/67",
+        );
+        finds(
+            "MRN: UCLA-T1D-2023?",
+            "MEDICAL_RECORD_NUMBER",
+            "UCLA-T1D-2023",
+        );
+        finds("call 555-123-4567 today", "PHONE", "555-123-4567");
+        finds("case #JH-998877.", "MEDICAL_RECORD_NUMBER", "JH-998877");
+        // Shape validators still veto: no digits, no identifier.
+        let got = found("Patient ID: PENDING");
+        assert!(got.iter().all(|(p, ..)| p != "id_labelled"), "{got:?}");
+    }
+
+    #[test]
+    fn the_safe_harbor_catch_all_spares_clinical_numbers() {
+        finds("ref 20394857 on the form", "OTHER_IDENTIFIER", "20394857");
+        finds("tracking QX-789012 sent", "OTHER_IDENTIFIER", "QX-789012");
+        finds("kept as RX-87654321.", "OTHER_IDENTIFIER", "RX-87654321");
+        finds("code 12345XJ here", "OTHER_IDENTIFIER", "12345XJ");
+        for t in [
+            "platelets 250000 /uL",
+            "vitamin D 50000 IU weekly",
+            "NDC 0002-1433-80 dispensed",
+            "enrolled in NCT01234567",
+            "IRB protocol 2023-0551 approved",
+            "CPT 99213, ICD-10 E11.9",
+            "gave 1000000 units",
+            "BP 120/80, HR 72, SpO2 98%",
+            "from 2019-2021 she",
+        ] {
+            let got = found(t);
+            assert!(
+                got.iter()
+                    .all(|(p, ..)| p != "unique_number" && p != "unique_code"),
+                "{t}: {got:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn phones_in_national_layouts_with_a_cue() {
+        finds("mobile: 516 466 638.", "PHONE", "516 466 638");
+        finds("fax 24 984734 today", "FAX", "24 984734");
+        finds("reach her on 20-33-70-48.", "PHONE", "20-33-70-48");
+        finds("5164666381 mobile", "PHONE", "5164666381");
+        let got = found("cell count 150000 today");
+        assert!(got.iter().all(|(_, l, _)| *l != "PHONE"), "{got:?}");
+    }
+
+    #[test]
+    fn military_and_postal_addresses() {
+        finds(
+            "Send to PSC 4115, Box 2231, APO AE 09012 now",
+            "STREET_ADDRESS",
+            "PSC 4115, Box 2231, APO AE 09012",
+        );
+        finds(
+            "at Unit 7712 Box 118, DPO AP 96522.",
+            "STREET_ADDRESS",
+            "Unit 7712 Box 118, DPO AP 96522",
+        );
+        finds(
+            "CMR 402, APO AE 09180",
+            "STREET_ADDRESS",
+            "CMR 402, APO AE 09180",
+        );
+        finds(
+            "mail to P.O. Box 1234 please",
+            "STREET_ADDRESS",
+            "P.O. Box 1234",
+        );
+        finds(
+            "address: 42 Harrow Lane",
+            "STREET_ADDRESS",
+            "42 Harrow Lane",
+        );
+    }
+
+    #[test]
+    fn names_and_places_from_context() {
+        finds("accompanied by Sunny Ortel today", "NAME", "Sunny Ortel");
+        finds("her relative, Merit Dravec, called", "NAME", "Merit Dravec");
+        finds("seen by Dr. John L. at noon", "NAME", "John L.");
+        finds("Mgmt for Mr. W., who", "NAME", "W.");
+        finds("treated at St. Vincent's on", "LOCATION", "St. Vincent's");
+        finds(
+            "last seen at Cedar Crest on May 2",
+            "LOCATION",
+            "Cedar Crest",
+        );
+        finds(
+            "surgery at Houston Memorial.",
+            "LOCATION",
+            "Houston Memorial",
+        );
+        finds(
+            "records from Boston General were",
+            "ORGANIZATION",
+            "Boston General",
+        );
+        finds(
+            "seen at Elm Street Clinic on",
+            "ORGANIZATION",
+            "Elm Street Clinic",
+        );
+        finds("admitted Aug 10, '23 for", "DATE", "Aug 10, '23");
+        let got = found("Social History: lives alone");
+        assert!(got.iter().all(|(_, l, _)| *l != "NAME"), "{got:?}");
+        finds_nothing("St. John's wort daily");
+    }
+
+    #[test]
+    fn gazetteers_gate_names_and_places_and_stay_off_when_missing() {
+        let t = with_gazetteers();
+        assert!(t.inactive.is_empty(), "{:?}", t.inactive);
+        let has = |text: &str, label: &str, value: &str| {
+            let got = found_with(&t, text);
+            assert!(
+                got.iter().any(|(_, l, v)| *l == label && v == value),
+                "expected {label} `{value}` in {text:?}, got {got:?}"
+            );
+        };
+        has("hypertension, Richard B., last seen", "NAME", "Richard B.");
+        has("referring to Emily N., treated", "NAME", "Emily N.");
+        has("the case of John Smith today", "NAME", "John Smith");
+        has(
+            "sent to her brother, in Port Leyden.",
+            "CITY",
+            "Port Leyden",
+        );
+        has(
+            "Mercy Valley Hospital, Harrow Re: follow-up",
+            "CITY",
+            "Harrow",
+        );
+        has("seen at our Chicago clinic", "CITY", "Chicago");
+        has("Marcus: I told you so", "NAME", "Marcus");
+        has("Triage RN: nurse Emily at 18:53", "NAME", "Emily");
+        has(
+            "label reprinted for SMITH, CHIOMA, MRN",
+            "NAME",
+            "SMITH, CHIOMA",
+        );
+        for quiet in [
+            "Will continue the plan",
+            "Hope for the best",
+            "Mercy General Hospital is",
+            "increase in Wells score",
+            "history of Lyme disease",
+        ] {
+            let got = found_with(&t, quiet);
+            assert!(
+                got.iter().all(|(_, l, _)| *l != "NAME" && *l != "CITY"),
+                "{quiet}: {got:?}"
+            );
+        }
+        // Without the files the gated patterns are left out and reported.
+        assert!(table().inactive.iter().any(|p| p.contains("given_names")));
+        assert!(
+            found("hypertension, Richard B., last seen")
+                .iter()
+                .all(|(p, ..)| p != "name_given_initial")
+        );
     }
 }

@@ -30,9 +30,29 @@ pub enum Validator {
     Digits2,
     Digits3,
     Digits4,
+    /// At least six digits: the floor of the Safe Harbor catch-all for unique numbers.
+    Digits6,
+    /// A phone number in any national layout: 6 to 15 digits.
+    PhoneAny,
 }
 
 impl Validator {
+    /// Checksums and issuing rules, as opposed to shape checks: a value failing one may still
+    /// be an identifier (mistyped, invented, or from a scheme with other rules).
+    pub fn is_checksum(self) -> bool {
+        matches!(
+            self,
+            Self::Ssn
+                | Self::PhoneUs
+                | Self::PhoneIntl
+                | Self::CreditCard
+                | Self::Iban
+                | Self::Npi
+                | Self::Dea
+                | Self::Vin
+        )
+    }
+
     pub fn check(self, s: &str) -> bool {
         match self {
             Self::Date => {
@@ -58,6 +78,8 @@ impl Validator {
             Self::Digits2 => digits(s).len() >= 2,
             Self::Digits3 => digits(s).len() >= 3,
             Self::Digits4 => digits(s).len() >= 4,
+            Self::Digits6 => digits(s).len() >= 6,
+            Self::PhoneAny => (6..=15).contains(&digits(s).len()),
         }
     }
 }

@@ -54,6 +54,13 @@ pub struct Report {
     pub overall: ClassRow,
     pub leak_count: usize,
     pub leaks: Vec<Leak>,
+    /// Whole gold identifiers of 4+ characters found verbatim (word-bounded, case-sensitive) in
+    /// the output more often than the original has them outside every identifier: the leak
+    /// the third-party floors are set on.
+    pub whole_leaks: usize,
+    /// Notes with no gold identifier (hard negatives), and how many of them lost any text.
+    pub clean_notes: usize,
+    pub clean_notes_redacted: usize,
 }
 
 /// Spans whose class is neither canonical nor derivable from the label land
@@ -98,12 +105,18 @@ pub fn evaluate(notes: &[Note], outputs: &[(Vec<Predicted>, String)]) -> Report 
     let mut tallies = [Tally::default(); BUCKETS];
     let mut overall = Tally::default();
     let mut leaks = Vec::new();
+    let mut whole_leaks = 0;
+    let (mut clean_notes, mut clean_notes_redacted) = (0, 0);
     for (i, note) in notes.iter().enumerate() {
         let (preds, out): (&[Predicted], &str) = match outputs.get(i) {
             Some((p, o)) => (p.as_slice(), o.as_str()),
             None => (&[], note.text.as_str()),
         };
-        score_note(note, preds, out, &mut tallies, &mut overall, &mut leaks);
+        whole_leaks += score_note(note, preds, out, &mut tallies, &mut overall, &mut leaks);
+        if note.spans.is_empty() {
+            clean_notes += 1;
+            clean_notes_redacted += usize::from(preds.iter().any(|p| p.redacted));
+        }
     }
     let classes = CLASSES
         .iter()
@@ -115,6 +128,9 @@ pub fn evaluate(notes: &[Note], outputs: &[(Vec<Predicted>, String)]) -> Report 
         overall: overall.row("OVERALL"),
         leak_count: leaks.len(),
         leaks,
+        whole_leaks,
+        clean_notes,
+        clean_notes_redacted,
     }
 }
 
@@ -147,7 +163,7 @@ fn score_note(
     tallies: &mut [Tally; BUCKETS],
     overall: &mut Tally,
     leaks: &mut Vec<Leak>,
-) {
+) -> usize {
     let chars: Vec<char> = note.text.chars().collect();
     let n = chars.len();
     let gold: Vec<Gold> = note
@@ -219,12 +235,43 @@ fn score_note(
     }
 
     leaks.extend(note_leaks(note, &chars, &gold, &gold_mask, &redacted, out));
+    whole_leaks(&chars, &gold, &gold_mask, &redacted, out)
 }
 
-/// Safe Harbor lets ages up to 89 stand; STATE is never an identifier.
+/// Whole gold values of at least 4 characters that survive verbatim in `out`: occurrences in
+/// the output beyond those the original had outside every gold span and redacted prediction.
+fn whole_leaks(
+    chars: &[char],
+    gold: &[Gold],
+    gold_mask: &[u32],
+    redacted: &[bool],
+    out: &str,
+) -> usize {
+    let out: Vec<char> = out.chars().collect();
+    let mut values: BTreeMap<&[char], usize> = BTreeMap::new();
+    for g in gold {
+        let value = &chars[g.start..g.end];
+        if value.len() >= 4 && !exempt(&g.span.label, value) {
+            *values.entry(value).or_default() += 1;
+        }
+    }
+    values
+        .into_iter()
+        .map(|(value, members)| {
+            let survived = count_bounded(&out, value, |_| true);
+            let expected = count_bounded(chars, value, |pos| {
+                (pos..pos + value.len()).all(|i| gold_mask[i] == 0 && !redacted[i])
+            });
+            survived.saturating_sub(expected).min(members)
+        })
+        .sum()
+}
+
+/// Safe Harbor lets ages up to 89 and years stand; STATE is never an identifier.
 fn exempt(label: &str, value: &[char]) -> bool {
     match label {
         "STATE" => true,
+        "DATE" => value.len() == 4 && value.iter().all(char::is_ascii_digit),
         "AGE" => {
             let digits: String = value.iter().filter(|c| c.is_ascii_digit()).collect();
             digits.len() == value.len() && digits.parse::<u32>().is_ok_and(|a| a <= 89)
@@ -357,6 +404,76 @@ fn note_leaks(
     found
 }
 
+/// One line per gold span not wholly covered (MISS), per prediction wholly outside gold (FALSE)
+/// and per prediction running past its gold span (OVER), with the text around it: for studying a set's errors. It prints the set's text, so `phiflow eval`
+/// offers it only for sets marked as tuned on (never for a held-out half).
+pub fn error_lines(notes: &[Note], outputs: &[(Vec<Predicted>, String)]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (i, note) in notes.iter().enumerate() {
+        let chars: Vec<char> = note.text.chars().collect();
+        let n = chars.len();
+        let preds: &[Predicted] = outputs.get(i).map_or(&[], |(p, _)| p.as_slice());
+        let mut covered = vec![false; n];
+        for p in preds {
+            if let Some((a, b)) = clamp(p.start, p.end, n) {
+                covered[a..b].iter_mut().for_each(|c| *c = true);
+            }
+        }
+        let mut gold = vec![false; n];
+        for g in &note.spans {
+            if let Some((a, b)) = clamp(g.start, g.end, n) {
+                gold[a..b].iter_mut().for_each(|c| *c = true);
+                if !covered[a..b].iter().all(|&c| c) {
+                    let shown: String = chars[a..b]
+                        .iter()
+                        .zip(&covered[a..b])
+                        .map(|(&c, &cov)| if cov { '_' } else { c })
+                        .collect();
+                    lines.push(format!(
+                        "{} MISS {} [{}] in: {}",
+                        note.id,
+                        g.label,
+                        shown,
+                        window(&chars, a, b)
+                    ));
+                }
+            }
+        }
+        for p in preds {
+            let Some((a, b)) = clamp(p.start, p.end, n) else {
+                continue;
+            };
+            if p.redacted && !gold[a..b].iter().all(|&g| g) {
+                let whole = gold[a..b].iter().all(|&g| !g);
+                // Characters outside gold shown, gold ones as '_'.
+                let value: String = chars[a..b]
+                    .iter()
+                    .zip(&gold[a..b])
+                    .map(|(&c, &g)| if g && !whole { '_' } else { c })
+                    .collect();
+                lines.push(format!(
+                    "{} {} {} [{}] in: {}",
+                    note.id,
+                    if whole { "FALSE" } else { "OVER" },
+                    p.label,
+                    value,
+                    window(&chars, a, b)
+                ));
+            }
+        }
+    }
+    lines
+}
+
+fn window(chars: &[char], a: usize, b: usize) -> String {
+    let from = a.saturating_sub(50);
+    let to = (b + 30).min(chars.len());
+    chars[from..to]
+        .iter()
+        .map(|&c| if c == '\n' { ' ' } else { c })
+        .collect()
+}
+
 fn pct(x: Option<f64>) -> String {
     x.map_or_else(|| "n/a".to_string(), |v| format!("{:.2}%", v * 100.0))
 }
@@ -416,8 +533,16 @@ impl Report {
                 out.push('\n');
             }
         }
-        out.push_str(&format!("leaks: {}\n", self.leak_count));
+        out.push_str(&self.footer());
         out
+    }
+
+    /// Leak counts and the hard negatives' fate, one line each.
+    fn footer(&self) -> String {
+        format!(
+            "leaks: {}\nwhole-identifier leaks (4+ chars, verbatim): {}\nnotes without identifiers: {}, of which redacted: {}\n",
+            self.leak_count, self.whole_leaks, self.clean_notes, self.clean_notes_redacted
+        )
     }
 
     /// The same content as [`Report::table`], as a Markdown table.
@@ -427,7 +552,8 @@ impl Report {
         for row in self.cells() {
             out.push_str(&format!("| {} |\n", row.join(" | ")));
         }
-        out.push_str(&format!("\nleaks: {}\n", self.leak_count));
+        out.push('\n');
+        out.push_str(&self.footer().replace('\n', "  \n"));
         out
     }
 }
@@ -555,6 +681,51 @@ mod tests {
         // FAX-class characters all fall inside some gold span.
         assert!(close(row(&r, "E_FAX").precision, 1.0));
         assert_eq!(row(&r, "E_FAX").recall, None);
+    }
+
+    #[test]
+    fn whole_leaks_count_verbatim_survivors_of_four_chars_or_more() {
+        let text = "Ann Lee, MRN 998877, seen 2023. Ann Lee again; Paris.";
+        let n = note(
+            "w1",
+            text,
+            vec![
+                gold(text, "Ann Lee", "NAME"),
+                gold(text, "998877", "MEDICAL_RECORD_NUMBER"),
+            ],
+        );
+        let (a, b) = cp(text, "Ann Lee");
+        let clean = note("w2", "ACE inhibitors in CKD?", vec![]);
+        // The first "Ann Lee" masked, the second (not gold here) survives; the MRN survives
+        // with its digits spaced (a digit leak, not a verbatim one).
+        let out = "[NAME], MRN 998 877, seen 2023. Ann Lee again; Paris.".to_string();
+        let r = evaluate(
+            &[n, clean],
+            &[
+                (vec![pred(a, b, "NAME", true)], out),
+                (
+                    vec![pred(0, 3, "OTHER_IDENTIFIER", true)],
+                    "[X] inhibitors in CKD?".into(),
+                ),
+            ],
+        );
+        assert_eq!(
+            r.whole_leaks, 0,
+            "the surviving copy was outside every gold span"
+        );
+        assert_eq!(r.leak_count, 1, "{:?}", r.leaks);
+        assert_eq!((r.clean_notes, r.clean_notes_redacted), (1, 1));
+        let n = note(
+            "w3",
+            text,
+            vec![gold(text, "998877", "MEDICAL_RECORD_NUMBER")],
+        );
+        let r = evaluate(&[n], &[(vec![], text.to_string())]);
+        assert_eq!(r.whole_leaks, 1);
+        assert!(
+            r.table()
+                .contains("whole-identifier leaks (4+ chars, verbatim): 1")
+        );
     }
 
     #[test]
@@ -767,15 +938,19 @@ mod tests {
             assert!(t.contains(class) && md.contains(class), "{class}");
         }
         assert!(t.contains("OVERALL") && t.contains("n/a") && !t.contains("NaN"));
-        assert!(t.trim_end().ends_with("leaks: 1"), "{t}");
+        assert!(t.contains("\nleaks: 1\n"), "{t}");
+        assert!(
+            t.contains("whole-identifier leaks (4+ chars, verbatim): 1\n"),
+            "{t}"
+        );
         assert!(
             md.contains("| A_NAMES | 5 | 100.00% | 100.00% | 100.00% | 1 |"),
             "{md}"
         );
-        assert!(md.trim_end().ends_with("leaks: 1"));
+        assert!(md.contains("\nleaks: 1  \n"), "{md}");
         // Columns line up: every data row has the same width as the header.
         let widths: Vec<usize> = t.lines().take(21).map(|l| l.chars().count()).collect();
         assert!(widths.iter().all(|w| *w <= widths[1]), "{t}");
-        assert_eq!(t.lines().count(), 1 + 1 + 18 + 1 + 1);
+        assert_eq!(t.lines().count(), 1 + 1 + 18 + 1 + 3);
     }
 }

@@ -7,6 +7,7 @@
 pub mod generator;
 pub mod metrics;
 pub mod runner;
+pub mod sets;
 
 pub use generator::{GoldSpan, Note, from_jsonl, generate, to_jsonl};
 pub use metrics::{ClassRow, Leak, Predicted, Report, evaluate};

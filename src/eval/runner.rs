@@ -35,6 +35,15 @@ impl Default for EvalOptions {
 
 /// De-identifies every note as `/pii/deidentify` would and scores the result.
 pub async fn run(state: &AppState, notes: &[Note], o: &EvalOptions) -> Result<Report, String> {
+    Ok(evaluate(notes, &predict(state, notes, o).await?))
+}
+
+/// De-identifies every note as `/pii/deidentify` would: its spans and its output text.
+pub async fn predict(
+    state: &AppState,
+    notes: &[Note],
+    o: &EvalOptions,
+) -> Result<Vec<(Vec<Predicted>, String)>, String> {
     let resolved = options::resolve(
         &DeidRequest {
             method: Some(o.method),
@@ -109,6 +118,5 @@ pub async fn run(state: &AppState, notes: &[Note], o: &EvalOptions) -> Result<Re
         outputs[i] = Some((predicted, done.outcome.text));
     }
     drop(model);
-    let outputs: Vec<_> = outputs.into_iter().map(Option::unwrap_or_default).collect();
-    Ok(evaluate(notes, &outputs))
+    Ok(outputs.into_iter().map(Option::unwrap_or_default).collect())
 }

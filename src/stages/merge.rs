@@ -2,9 +2,11 @@
 //!
 //! Steps, in order: join word pieces of one type that touch (the model may tag each piece `B-`);
 //! drop spans under the confidence threshold; widen spans that cut a word to the whole word;
-//! trim surrounding whitespace; optionally group same-type neighbours (gap of at most 2
-//! characters, no line break, same sentence) and smart-merge fragments of one identifier (gap of
-//! separators only); finally resolve overlaps, so no character belongs to two spans.
+//! trim surrounding whitespace; drop name spans that are eponyms (a single word followed by
+//! "disease", "'s syndrome", "sign", "reflex"… is a clinical term, not a person); optionally group
+//! same-type neighbours (gap of at most 2 characters, no line break, same sentence) and
+//! smart-merge fragments of one identifier (gap of separators only); finally resolve overlaps, so
+//! no character belongs to two spans.
 
 use super::span::{Span, Spans};
 
@@ -34,7 +36,7 @@ pub fn merge(mut spans: Spans, p: MergeParams) -> Spans {
     for s in &mut v {
         trim(&text, s);
     }
-    v.retain(|s| s.end > s.start);
+    v.retain(|s| s.end > s.start && !is_eponym(&text, s));
     v.sort_by_key(|s| (s.start, s.end));
     if p.group_entities {
         let starts = &spans.sentence_starts;
@@ -60,6 +62,91 @@ pub fn merge(mut spans: Spans, p: MergeParams) -> Spans {
     }
     spans.spans = resolve_overlaps(v);
     spans
+}
+
+/// Words that make the name before them a clinical eponym ("Parkinson's disease", "Babinski
+/// sign", "Hodgkin lymphoma").
+const EPONYM_HEADS: &[&str] = &[
+    "disease",
+    "diseases",
+    "syndrome",
+    "syndromes",
+    "sign",
+    "signs",
+    "reflex",
+    "reflexes",
+    "palsy",
+    "phenomenon",
+    "maneuver",
+    "manoeuvre",
+    "test",
+    "criteria",
+    "score",
+    "scale",
+    "classification",
+    "angina",
+    "lymphoma",
+    "sarcoma",
+    "tumor",
+    "tumour",
+    "ulcer",
+    "contracture",
+    "node",
+    "nodes",
+    "esophagus",
+    "oesophagus",
+    "encephalopathy",
+    "disorder",
+    "dystrophy",
+    "triad",
+    "fracture",
+    "cyst",
+    "hernia",
+    "anomaly",
+    "body",
+    "bodies",
+    "cell",
+    "cells",
+    "thyroiditis",
+    "arteritis",
+    "dementia",
+    "chorea",
+    "ataxia",
+    "neuralgia",
+    "neuroma",
+    "formula",
+    "equation",
+    "solution",
+    "procedure",
+    "operation",
+    "repair",
+    "incision",
+    "position",
+    "stain",
+    "staging",
+    "index",
+];
+
+/// A model name span of one word directly followed (after an optional "'s") by an eponym head.
+fn is_eponym(text: &str, s: &Span) -> bool {
+    if crate::deid::canonical_label(&s.label).hipaa_class != "A_NAMES"
+        || text[s.start..s.end].contains(char::is_whitespace)
+    {
+        return false;
+    }
+    let rest = &text[s.end..];
+    let rest = ["'s", "’s", "'", "’"]
+        .iter()
+        .find_map(|p| rest.strip_prefix(p))
+        .unwrap_or(rest);
+    let Some(rest) = rest.strip_prefix([' ', '\t']) else {
+        return false;
+    };
+    let word_end = rest
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .unwrap_or(rest.len());
+    let word = &rest[..word_end];
+    EPONYM_HEADS.iter().any(|h| h.eq_ignore_ascii_case(word))
 }
 
 /// Whether a sentence starts inside `(from, to]`.
@@ -285,5 +372,22 @@ mod tests {
             NONE,
         );
         assert_eq!(got, vec![("abcdef".into(), "B".into())]);
+    }
+
+    #[test]
+    fn eponyms_are_not_names() {
+        let text = "Hx of Alzheimer's disease, a Babinski sign, Hodgkin lymphoma; Mr. Parkinson's wife called.";
+        let at = |w: &str| {
+            let b = text.find(w).expect("word");
+            Span::model(b, b + w.len(), "SURNAME", 0.9)
+        };
+        let spans = vec![
+            at("Alzheimer"),
+            at("Babinski"),
+            at("Hodgkin"),
+            at("Parkinson"),
+        ];
+        let got = run(text, spans, vec![], ALL);
+        assert_eq!(got, vec![("Parkinson".to_string(), "SURNAME".to_string())]);
     }
 }

@@ -1,0 +1,269 @@
+//! The evaluation sets: the project's own synthetic corpus (a regression floor) and third-party
+//! material nobody here wrote (the evidence). Each set knows its licence and whether it was
+//! used to tune the recognizers, so a report can say which figures are held out.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::generator::{GoldSpan, Note};
+use super::{class_for_label, from_jsonl};
+
+/// One named set of gold-labelled notes.
+#[derive(Clone, Debug)]
+pub struct EvalSet {
+    pub name: &'static str,
+    /// Where it comes from and under which licence.
+    pub source: &'static str,
+    /// `true` when recognizers were changed while looking at this set's errors.
+    pub tuned_on: bool,
+    pub notes: Vec<Note>,
+    /// Gold values that could not be located in their text (reported, never silently lost).
+    pub unplaced: usize,
+}
+
+/// Names accepted by [`load`], in report order.
+pub const SET_NAMES: [&str; 3] = ["synthetic", "asq-phi-dev", "asq-phi-test"];
+
+/// Loads the named sets (`all` for every one) from `data_dir` (`tests/data` in the repository).
+pub fn load(data_dir: &Path, names: &[String]) -> Result<Vec<EvalSet>, String> {
+    let all = names.iter().any(|n| n == "all");
+    for n in names {
+        if n != "all" && !SET_NAMES.contains(&n.as_str()) {
+            return Err(format!(
+                "unknown set {n:?} (known: all, {})",
+                SET_NAMES.join(", ")
+            ));
+        }
+    }
+    let wanted = |n: &str| all || names.iter().any(|x| x == n);
+    let mut sets = Vec::new();
+    if wanted("synthetic") {
+        let path = data_dir.join("deid_eval.jsonl");
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        sets.push(EvalSet {
+            name: "synthetic",
+            source: "phiflow's own generator (seed 20251121); a regression floor, not evidence",
+            tuned_on: true,
+            notes: from_jsonl(&text).map_err(|e| format!("{}: {e}", path.display()))?,
+            unplaced: 0,
+        });
+    }
+    if wanted("asq-phi-dev") || wanted("asq-phi-test") {
+        let path = data_dir.join("asq-phi/synthetic_clinical_queries.txt");
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (notes, unplaced) = asq_phi(&text)?;
+        let (dev, test): (Vec<_>, Vec<_>) =
+            notes.into_iter().enumerate().partition(|(i, _)| i % 2 == 0);
+        let strip = |v: Vec<(usize, Note)>| v.into_iter().map(|(_, n)| n).collect::<Vec<_>>();
+        let dev = strip(dev);
+        let test = strip(test);
+        let count = |v: &[Note]| {
+            unplaced
+                .iter()
+                .filter(|id| v.iter().any(|n| &n.id == *id))
+                .count()
+        };
+        if wanted("asq-phi-dev") {
+            sets.push(EvalSet {
+                name: "asq-phi-dev",
+                source: "ASQ-PHI (MIT), even-numbered queries: the half recognizers were tuned on",
+                tuned_on: true,
+                unplaced: count(&dev),
+                notes: dev,
+            });
+        }
+        if wanted("asq-phi-test") {
+            sets.push(EvalSet {
+                name: "asq-phi-test",
+                source: "ASQ-PHI (MIT), odd-numbered queries: held out, never looked at",
+                tuned_on: false,
+                unplaced: count(&test),
+                notes: test,
+            });
+        }
+    }
+    Ok(sets)
+}
+
+#[derive(Deserialize)]
+struct AsqTag {
+    identifier_type: String,
+    value: String,
+}
+
+/// ASQ-PHI identifier type → canonical label.
+fn asq_label(kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        "NAME" => "NAME",
+        "GEOGRAPHIC_LOCATION" => "LOCATION",
+        "DATE" => "DATE",
+        "MEDICAL_RECORD_NUMBER" => "MEDICAL_RECORD_NUMBER",
+        "HEALTH_PLAN_BENEFICIARY_NUMBER" => "HEALTH_PLAN_NUMBER",
+        "PHONE_NUMBER" => "PHONE",
+        "FAX_NUMBER" => "FAX",
+        "SOCIAL_SECURITY_NUMBER" => "SSN",
+        "EMAIL_ADDRESS" => "EMAIL",
+        "ACCOUNT_NUMBER" => "ACCOUNT_NUMBER",
+        "CERTIFICATE_LICENSE_NUMBER" => "LICENSE_NUMBER",
+        "IP_ADDRESS" => "IP_ADDRESS",
+        "UNIQUE_IDENTIFIER" => "OTHER_IDENTIFIER",
+        "URL" => "URL",
+        "VEHICLE_IDENTIFIER" => "VEHICLE_ID",
+        "DEVICE_IDENTIFIER" => "DEVICE_ID",
+        "BIOMETRIC_IDENTIFIER" => "BIOMETRIC_ID",
+        "AGE" => "AGE",
+        _ => return None,
+    })
+}
+
+/// Parses ASQ-PHI's `===QUERY===` / `===PHI_TAGS===` blocks into notes with code-point gold
+/// spans: every whole-word occurrence of a tagged value is gold (a value tagged once but
+/// written twice is an identifier both times). Overlapping values keep the longer one.
+/// Returns the notes and the ids of notes with a value that does not occur in its query.
+pub fn asq_phi(text: &str) -> Result<(Vec<Note>, Vec<String>), String> {
+    let mut notes = Vec::new();
+    let mut unplaced = Vec::new();
+    for (i, block) in text.split("===QUERY===").skip(1).enumerate() {
+        let id = format!("asq-phi-{:04}", i + 1);
+        let (query, tags) = block
+            .split_once("===PHI_TAGS===")
+            .ok_or_else(|| format!("query {}: no ===PHI_TAGS=== section", i + 1))?;
+        let query = query.trim_matches('\n').trim();
+        let mut spans: Vec<GoldSpan> = Vec::new();
+        for (k, line) in tags.lines().filter(|l| !l.trim().is_empty()).enumerate() {
+            let tag: AsqTag = serde_json::from_str(line)
+                .map_err(|e| format!("query {}, tag {}: {:?} error", i + 1, k + 1, e.classify()))?;
+            let label = asq_label(&tag.identifier_type).ok_or_else(|| {
+                format!(
+                    "query {}: unknown identifier type {}",
+                    i + 1,
+                    tag.identifier_type
+                )
+            })?;
+            let found = occurrences(query, tag.value.trim());
+            if found.is_empty() {
+                unplaced.push(id.clone());
+            }
+            for (start, end) in found {
+                spans.push(GoldSpan {
+                    start,
+                    end,
+                    label: label.to_string(),
+                    class: class_for_label(label)
+                        .unwrap_or("R_OTHER_UNIQUE_ID")
+                        .to_string(),
+                });
+            }
+        }
+        spans.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
+        let mut kept: Vec<GoldSpan> = Vec::new();
+        for s in spans {
+            match kept.last_mut() {
+                Some(last) if s.start < last.end => {
+                    if s.end - s.start > last.end - last.start {
+                        *last = s;
+                    }
+                }
+                _ => kept.push(s),
+            }
+        }
+        notes.push(Note {
+            id,
+            kind: "asq-phi".into(),
+            text: query.to_string(),
+            spans: kept,
+        });
+    }
+    Ok((notes, unplaced))
+}
+
+/// Code-point ranges of `value` in `text`, not glued to a letter or digit on either side;
+/// straight and curly apostrophes are treated alike (the data mixes them).
+fn occurrences(text: &str, value: &str) -> Vec<(usize, usize)> {
+    let norm = |c: char| if c == '’' || c == '‘' { '\'' } else { c };
+    let hay: Vec<char> = text.chars().map(norm).collect();
+    let needle: Vec<char> = value.chars().map(norm).collect();
+    if needle.is_empty() || needle.len() > hay.len() {
+        return Vec::new();
+    }
+    let glued = |c: Option<&char>, edge: char| {
+        edge.is_alphanumeric() && c.is_some_and(|c| c.is_alphanumeric())
+    };
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos + needle.len() <= hay.len() {
+        let end = pos + needle.len();
+        if hay[pos..end] == needle[..]
+            && !glued(pos.checked_sub(1).and_then(|p| hay.get(p)), needle[0])
+            && !glued(hay.get(end), needle[needle.len() - 1])
+        {
+            out.push((pos, end));
+            pos = end;
+        } else {
+            pos += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "===QUERY===\nDose for Anna S. at St. Vincent\u{2019}s; Anna S. again (MRN: 998877)?\n===PHI_TAGS===\n{\"identifier_type\": \"NAME\", \"value\": \"Anna S.\"}\n{\"identifier_type\": \"GEOGRAPHIC_LOCATION\", \"value\": \"St. Vincent's\"}\n{\"identifier_type\": \"MEDICAL_RECORD_NUMBER\", \"value\": \"998877\"}\n\n===QUERY===\nACE inhibitors in CKD?\n===PHI_TAGS===\n\n===QUERY===\nSeen by Dr. Lee\n===PHI_TAGS===\n{\"identifier_type\": \"NAME\", \"value\": \"Dr. Kim\"}\n";
+
+    #[test]
+    fn values_become_code_point_spans_at_every_occurrence() {
+        let (notes, unplaced) = asq_phi(SAMPLE).expect("parses");
+        assert_eq!(notes.len(), 3);
+        let n = &notes[0];
+        let text: Vec<char> = n.text.chars().collect();
+        let got: Vec<(String, &str)> = n
+            .spans
+            .iter()
+            .map(|s| (text[s.start..s.end].iter().collect(), s.label.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("Anna S.".to_string(), "NAME"),
+                ("St. Vincent\u{2019}s".to_string(), "LOCATION"),
+                ("Anna S.".to_string(), "NAME"),
+                ("998877".to_string(), "MEDICAL_RECORD_NUMBER"),
+            ]
+        );
+        assert!(notes[1].spans.is_empty(), "a hard negative has no gold");
+        assert_eq!(unplaced, vec!["asq-phi-0003".to_string()]);
+    }
+
+    #[test]
+    fn a_value_inside_a_word_is_not_an_occurrence() {
+        assert_eq!(occurrences("Annabel and Ann", "Ann"), vec![(12, 15)]);
+        assert_eq!(occurrences("#SP-1 and SP-1", "#SP-1"), vec![(0, 5)]);
+    }
+
+    #[test]
+    fn unknown_types_and_broken_blocks_are_errors() {
+        assert!(asq_phi("===QUERY===\nno tags").is_err());
+        let bad = "===QUERY===\nx\n===PHI_TAGS===\n{\"identifier_type\": \"SHOE_SIZE\", \"value\": \"x\"}\n";
+        assert!(asq_phi(bad).is_err());
+    }
+
+    #[test]
+    fn the_shipped_set_parses_and_splits_in_two_halves() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+        let sets = load(&dir, &["asq-phi-dev".into(), "asq-phi-test".into()]).expect("loads");
+        assert_eq!(sets.len(), 2);
+        assert_eq!(sets[0].notes.len() + sets[1].notes.len(), 1051);
+        let gold: usize = sets
+            .iter()
+            .map(|s| s.notes.iter().map(|n| n.spans.len()).sum::<usize>())
+            .sum();
+        assert!(gold >= 2973 - 10, "{gold}");
+        assert!(sets.iter().all(|s| s.unplaced == 0));
+        assert!(load(&dir, &["nope".into()]).is_err());
+    }
+}
