@@ -1,5 +1,12 @@
 //! Registry, metric families and single-series handles.
 //!
+//! Why not `prometheus-client` (checked 2026-11-25 with 0.24): its `Family` has no bound on
+//! the number of label sets, so a label fed an unbounded value would grow memory without end,
+//! while ours folds every series past a cap into one `other` series ([`DEFAULT_MAX_SERIES`]);
+//! wrapping each family to add that would keep most of this file anyway. It would also add
+//! six crates (31 s of a dev build here, under load) and encode OpenMetrics, whose `# EOF`
+//! and `_total` rules differ from the text format our scrapes and tests pin.
+//!
 //! Hot paths take one uncontended-in-practice `RwLock` read plus relaxed
 //! atomics; a write lock is only taken the first time a label combination is
 //! seen. Handles returned by `with` are `Arc` clones that callers may cache to
