@@ -21,6 +21,16 @@ enum Command {
     GenerateCorpus(GenerateArgs),
     /// Serve the decision tool `service_decide` over MCP on stdin/stdout (logs go to stderr).
     Mcp(McpArgs),
+    /// FHIR bulk exports.
+    #[command(subcommand)]
+    Fhir(FhirCommand),
+}
+
+#[derive(Subcommand)]
+enum FhirCommand {
+    /// De-identify a bulk export on disk (`*.ndjson`, `*.ndjson.gz`) into NDJSON and Parquet
+    /// per resource type and a summary.json; a rerun after an interruption resumes.
+    Deidentify(phiflow::fhir::cli::DeidentifyArgs),
 }
 
 #[derive(clap::Args)]
@@ -67,6 +77,7 @@ fn main() -> std::process::ExitCode {
         Command::Serve(settings) => run_serve(settings),
         Command::Eval(args) => run_eval(args),
         Command::Mcp(args) => run_mcp(args),
+        Command::Fhir(FhirCommand::Deidentify(args)) => phiflow::fhir::cli::run(args),
         Command::GenerateCorpus(args) => {
             let notes = phiflow::eval::generate(args.seed, args.notes);
             match std::fs::write(&args.out, phiflow::eval::to_jsonl(&notes)) {

@@ -184,24 +184,21 @@ fn each_line(
 /// Pass 1: the patient index from every Patient and RelatedPerson of the sources.
 pub fn index(sources: &[Source]) -> Result<PatientIndex, ExportError> {
     let mut idx = PatientIndex::default();
+    // Most lines are neither: only a line holding one of the type names as a JSON string
+    // (wherever its `resourceType` key sits) is parsed.
+    let names = aho_corasick::AhoCorasick::new([&b"\"Patient\""[..], b"\"RelatedPerson\""])
+        .map_err(|e| ExportError::Part(e.to_string()))?;
     for s in sources {
         each_line(s, |_, line| {
-            // Most lines are neither: skip them without parsing.
-            let hay = line.get(..line.len().min(256)).unwrap_or(line);
-            let maybe = memfind(hay, b"\"Patient\"") || memfind(hay, b"\"RelatedPerson\"");
-            if maybe || memfind(line, b"\"resourceType\":\"Patient\"") {
-                if let Ok(v) = serde_json::from_slice::<Value>(line) {
-                    idx.learn(&v);
-                }
+            if names.is_match(line)
+                && let Ok(v) = serde_json::from_slice::<Value>(line)
+            {
+                idx.learn(&v);
             }
             Ok(())
         })?;
     }
     Ok(idx)
-}
-
-fn memfind(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
 }
 
 fn sha256_hex(b: &[u8]) -> String {
@@ -256,6 +253,9 @@ impl Exporter {
         progress: &Progress,
     ) -> Result<PartRecord, ExportError> {
         if let Some(done) = self.finished_part(i, source) {
+            if let Ok(m) = fs::metadata(&source.path) {
+                progress.bytes.fetch_add(m.len(), Ordering::Relaxed);
+            }
             progress
                 .resources
                 .fetch_add(done.resources.values().sum::<u64>(), Ordering::Relaxed);
@@ -315,7 +315,6 @@ impl Exporter {
                         progress.bytes.fetch_add(bytes.len() as u64 + 1, Ordering::Relaxed);
                         let (rd, index) = (self.rd.clone(), index.clone());
                         tasks.spawn(async move {
-                            let hash = sha256_hex(&bytes);
                             let r = match std::str::from_utf8(&bytes) {
                                 Ok(line) => rd.line(line, &index).await,
                                 Err(_) => Err(Rejected {
@@ -323,6 +322,8 @@ impl Exporter {
                                     resource_type: None,
                                 }),
                             };
+                            // Only a rejection records the line's hash.
+                            let hash = if r.is_err() { sha256_hex(&bytes) } else { String::new() };
                             (n, hash, r)
                         });
                     }

@@ -126,6 +126,9 @@ struct Walk<'a> {
     slots: Vec<Slot>,
     removed: usize,
     rejected: Option<Rejection>,
+    /// The identifying values rewritten in the structure: a narrative or note that repeats
+    /// them loses them too.
+    known: Vec<KnownIdentifier>,
 }
 
 impl ResourceDeidentifier {
@@ -168,10 +171,17 @@ impl ResourceDeidentifier {
             return Err(reject(Rejection::OpaqueResourceType, Some(&rt)));
         }
         let patient = patient_of(&rt, &resource);
-        let known: Vec<KnownIdentifier> = patient
+        // Every patient the resource names is known in its text (a mother's note that names
+        // her newborn, a group of patients), its own patient first.
+        let mut known: Vec<KnownIdentifier> = patient
             .as_deref()
             .map(|p| index.known(p))
             .unwrap_or_default();
+        for other in patients_named(&resource) {
+            if patient.as_deref() != Some(other.as_str()) {
+                known.extend(index.known(&other));
+            }
+        }
         // Dates of a resource without a patient still move, keyed by the resource itself.
         let subject = match &patient {
             Some(p) => p.clone(),
@@ -186,12 +196,17 @@ impl ResourceDeidentifier {
             slots: Vec::new(),
             removed: 0,
             rejected: None,
+            known: Vec::new(),
         };
         walk.object_root(&rt, &mut resource);
         if let Some(reason) = walk.rejected {
             return Err(reject(reason, Some(&rt)));
         }
         let (slots, removed) = (walk.slots, walk.removed);
+        known.extend(walk.known);
+        known.extend(display_names(&resource));
+        known.sort();
+        known.dedup();
         let mut done = Done {
             resource_type: rt.clone(),
             resource: Value::Null,
@@ -347,6 +362,76 @@ pub fn patient_of(rt: &str, r: &Value) -> Option<String> {
     any(r, &patient_ref)
 }
 
+/// Words that a patient's `display` holds but that name no one.
+const NOT_NAMES: &[&str] = &[
+    "patient", "the", "mr", "mrs", "ms", "mx", "dr", "miss", "baby", "unknown", "anonymous",
+    "and", "of", "jr", "sr",
+];
+
+/// The words of the name a resource gives its patient (`subject.display` and the like): the
+/// patient may be outside the export, yet their name goes from the resource's text too.
+fn display_names(r: &Value) -> Vec<KnownIdentifier> {
+    let mut out = Vec::new();
+    for key in ["subject", "patient", "beneficiary", "individual"] {
+        let reference = &r[key];
+        let to_patient = reference["reference"]
+            .as_str()
+            .is_none_or(|x| type_and_id(x).is_some_and(|(t, _)| t == "Patient"));
+        let Some(display) = reference["display"].as_str().filter(|_| to_patient) else {
+            continue;
+        };
+        let words: Vec<&str> = display
+            .split(|c: char| !c.is_alphabetic() && c != '\'' && c != '-')
+            .filter(|w| {
+                w.chars().count() >= 3
+                    && w.chars().next().is_some_and(char::is_uppercase)
+                    && !NOT_NAMES.contains(&w.to_lowercase().as_str())
+            })
+            .collect();
+        for (i, w) in words.iter().enumerate() {
+            let label = if i + 1 == words.len() {
+                "LAST_NAME"
+            } else {
+                "FIRST_NAME"
+            };
+            out.push(KnownIdentifier::new(*w, label));
+        }
+    }
+    out
+}
+
+/// The source ids of every Patient a resource references (and its own id for a Patient),
+/// sorted and without repeats.
+pub fn patients_named(r: &Value) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                if let Some((t, id)) = m
+                    .get("reference")
+                    .and_then(Value::as_str)
+                    .and_then(type_and_id)
+                    && t == "Patient"
+                {
+                    out.push(id.to_string());
+                }
+                m.values().for_each(|c| walk(c, out));
+            }
+            Value::Array(a) => a.iter().for_each(|c| walk(c, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    if r["resourceType"] == "Patient"
+        && let Some(id) = r["id"].as_str()
+    {
+        out.push(id.to_string());
+    }
+    walk(r, &mut out);
+    out.sort();
+    out.dedup();
+    out
+}
+
 fn pointer_push(path: &str, key: &str) -> String {
     format!("{path}/{}", key.replace('~', "~0").replace('/', "~1"))
 }
@@ -362,8 +447,9 @@ impl Walk<'_> {
         operators::apply(value, &[target], self.plan).text
     }
 
-    fn rewrite_at(&self, v: &mut Value, label: &str) {
+    fn rewrite_at(&mut self, v: &mut Value, label: &'static str) {
         if let Some(s) = v.as_str().filter(|s| !s.trim().is_empty()) {
+            self.known.push(KnownIdentifier::new(s.trim(), label));
             *v = Value::String(self.rewrite(s, label));
         }
     }
@@ -429,6 +515,18 @@ impl Walk<'_> {
             if m.remove("url").is_some() {
                 self.removed += 1;
             }
+        } else if m.get("data").is_some_and(Value::is_string) {
+            // SampledData's `data` is numbers; a Signature's is opaque and dropped; any other
+            // `data` (an Attachment that does not say what it holds) is not passed on.
+            let sampled = m.contains_key("origin") || m.contains_key("dimensions");
+            let signature = m.contains_key("sigFormat") || m.contains_key("who");
+            if signature {
+                m.remove("data");
+                self.removed += 1;
+            } else if !sampled {
+                self.rejected = Some(Rejection::BinaryContent);
+                return;
+            }
         }
         let keys: Vec<String> = m.keys().cloned().collect();
         for key in keys {
@@ -439,7 +537,9 @@ impl Walk<'_> {
                     self.removed += 1;
                     continue;
                 }
-                "reference" => {
+                // A string is a Reference's reference; an object (Consent's
+                // `actor.reference`) is a Reference itself, walked like any element.
+                "reference" if m.get(&key).is_some_and(Value::is_string) => {
                     match m
                         .get(&key)
                         .and_then(Value::as_str)
@@ -463,6 +563,9 @@ impl Walk<'_> {
                 "resourceType" | "data" | "contentType" => {}
                 "id" if root => {}
                 "name" | "valueHumanName" if !v.is_string() => self.names(v, &p),
+                // A name as a plain string (an organisation, a location, a device) may name
+                // a person or a place: free text.
+                "name" | "authorString" => self.free_text(v, p),
                 "telecom" | "valueContactPoint" => self.telecoms(v, &p),
                 "address" | "valueAddress" => self.addresses(v, &p),
                 "identifier" | "valueIdentifier" => self.identifiers(v, &p),
