@@ -107,7 +107,10 @@ fn write_hl7_examples(dir: &Path) -> usize {
         let Some(t) = v["resourceType"].as_str().filter(|t| HL7_TYPES.contains(t)) else {
             continue;
         };
-        by_type.entry(t.to_string()).or_default().push(v.to_string());
+        by_type
+            .entry(t.to_string())
+            .or_default()
+            .push(v.to_string());
     }
     let mut n = 0;
     for (t, lines) in by_type {
@@ -143,7 +146,10 @@ fn rejected_lines() -> Vec<(String, &'static str)> {
         (unsafe_narrative.to_string(), "unsafe_narrative"),
         (broken_narrative.to_string(), "malformed_narrative"),
         (untyped.to_string(), "binary_content"),
-        ("{\"resourceType\": \"Observation\", \"id\": ".into(), "invalid_json"),
+        (
+            "{\"resourceType\": \"Observation\", \"id\": ".into(),
+            "invalid_json",
+        ),
         (
             json!({"resourceType": "Spaceship", "id": "x"}).to_string(),
             "unknown_resource_type",
@@ -197,7 +203,10 @@ fn shared() -> &'static Shared {
         let population = population::generate(&population_spec());
         let pop_dir = input.join("population");
         population.write(&pop_dir).expect("population written");
-        for e in std::fs::read_dir(&pop_dir).expect("population dir").flatten() {
+        for e in std::fs::read_dir(&pop_dir)
+            .expect("population dir")
+            .flatten()
+        {
             let name = format!("pop-{}", e.file_name().to_string_lossy());
             std::fs::rename(e.path(), input.join(name)).expect("move");
         }
@@ -268,9 +277,11 @@ fn hl7_examples_and_a_population_give_ndjson_and_parquet_per_type() {
         );
     }
     assert!(
-        rejections.iter().any(|r| r["reason"] == "opaque_resource_type"
-            && r["resource_type"] == "Binary"
-            && r["source"] == "hl7-Binary.ndjson"),
+        rejections
+            .iter()
+            .any(|r| r["reason"] == "opaque_resource_type"
+                && r["resource_type"] == "Binary"
+                && r["source"] == "hl7-Binary.ndjson"),
         "the HL7 Binary is rejected: {rejections:?}"
     );
     for r in rejections {
@@ -307,7 +318,9 @@ fn hl7_examples_and_a_population_give_ndjson_and_parquet_per_type() {
             .flat_map(|b| {
                 assert_eq!(b.schema().fields(), schema.fields(), "{t}");
                 let c = b.column_by_name("id").expect("id").as_string::<i32>();
-                (0..c.len()).map(|i| c.value(i).to_string()).collect::<Vec<_>>()
+                (0..c.len())
+                    .map(|i| c.value(i).to_string())
+                    .collect::<Vec<_>>()
             })
             .collect();
         let nd_ids: Vec<String> = lines
@@ -321,7 +334,12 @@ fn hl7_examples_and_a_population_give_ndjson_and_parquet_per_type() {
     let obs = table::read(&s.output.join("Observation.parquet")).expect("observations");
     let values: usize = obs
         .iter()
-        .map(|b| b.column_by_name("value_number").expect("value").len() - b.column_by_name("value_number").expect("value").null_count())
+        .map(|b| {
+            b.column_by_name("value_number").expect("value").len()
+                - b.column_by_name("value_number")
+                    .expect("value")
+                    .null_count()
+        })
         .sum();
     assert!(values >= s.population.people.len(), "{values}");
     let docs = table::read(&s.output.join("DocumentReference.parquet")).expect("documents");
@@ -347,7 +365,10 @@ fn hl7_examples_and_a_population_give_ndjson_and_parquet_per_type() {
             c.len() - c.null_count()
         })
         .sum();
-    assert_eq!(with_patient, counts["Patient"].as_u64().unwrap_or(0) as usize);
+    assert_eq!(
+        with_patient,
+        counts["Patient"].as_u64().unwrap_or(0) as usize
+    );
     // No parts left behind after a finished run.
     assert!(!s.output.join(".phiflow-parts").exists());
 }
@@ -472,7 +493,9 @@ fn leaks(hay: &str, needles: &[(String, &'static str)]) -> Vec<String> {
         .expect("automaton");
     let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
     ac.find_overlapping_iter(hay)
-        .filter(|m| !word(hay[..m.start()].chars().next_back()) && !word(hay[m.end()..].chars().next()))
+        .filter(|m| {
+            !word(hay[..m.start()].chars().next_back()) && !word(hay[m.end()..].chars().next())
+        })
         .map(|m| {
             let (v, what) = &needles[m.pattern().as_usize()];
             let ctx_start = hay.floor_char_boundary(m.start().saturating_sub(60));
@@ -509,14 +532,17 @@ fn no_patient_identifier_survives_anywhere() {
         .iter()
         .filter(|(v, what)| {
             let surrogate = (what.ends_with("name") || *what == "street line")
-                && v.split_whitespace().all(|w| surrogates.contains(&w.to_lowercase()));
+                && v.split_whitespace()
+                    .all(|w| surrogates.contains(&w.to_lowercase()));
             !surrogate && leaks(&codes, &[(v.clone(), what)]).is_empty()
         })
         .cloned()
         .collect();
     // The population is held to every value, with nothing excused.
     for p in &s.population.people {
-        for v in [&p.given, &p.family, &p.mrn, &p.ssn, &p.phone, &p.email, &p.street] {
+        for v in [
+            &p.given, &p.family, &p.mrn, &p.ssn, &p.phone, &p.email, &p.street,
+        ] {
             assert!(needles.iter().any(|(n, _)| n == v), "{v} is looked for");
         }
         let digits: String = p.phone.chars().filter(char::is_ascii_digit).collect();
@@ -532,6 +558,32 @@ fn no_patient_identifier_survives_anywhere() {
         all.len()
     );
     assert!(needles.len() > 300, "{}", needles.len());
+    // The scan finds what it looks for: run over the input, it finds every population
+    // patient's name, MRN, phone and street.
+    let input_text: String = input_resources(&s.input)
+        .iter()
+        .map(|r| {
+            let mut line = r.to_string();
+            for c in r["content"].as_array().into_iter().flatten() {
+                let data = c["attachment"]["data"].as_str().unwrap_or_default();
+                if let Ok(b) =
+                    base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data)
+                {
+                    line.push_str(&String::from_utf8_lossy(&b));
+                }
+            }
+            line
+        })
+        .collect();
+    let hits = leaks(&input_text, &needles);
+    for p in &s.population.people {
+        for v in [&p.given, &p.family, &p.mrn, &p.phone, &p.street] {
+            assert!(
+                hits.iter().any(|h| h.contains(&format!("{v:?}"))),
+                "the scan finds {v} in the input"
+            );
+        }
+    }
     let mut found = Vec::new();
     let mut files = 0;
     for e in std::fs::read_dir(&s.output).expect("output").flatten() {
@@ -551,7 +603,12 @@ fn no_patient_identifier_survives_anywhere() {
         );
     }
     assert!(files > 60, "{files} output files");
-    assert!(found.is_empty(), "{} leaks:\n{}", found.len(), found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "{} leaks:\n{}",
+        found.len(),
+        found.join("\n")
+    );
     // The structured birth dates moved.
     let out_patients = ndjson(&s.output.join("Patient.ndjson"));
     let p = Pseudonyms::new(SECRET.as_bytes());
@@ -682,7 +739,10 @@ fn references_resolve_and_each_patient_moves_by_one_offset() {
         offsets.extend(seen);
     }
     assert!(offsets.iter().any(|&d| d != 0), "{offsets:?}");
-    assert!(offsets.len() > 1, "offsets differ between patients: {offsets:?}");
+    assert!(
+        offsets.len() > 1,
+        "offsets differ between patients: {offsets:?}"
+    );
 }
 
 /// Tags balance (a small XML check beside the parser's own).
@@ -764,7 +824,11 @@ fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
             if p.is_dir() {
                 stack.push(p);
             } else {
-                let rel = p.strip_prefix(dir).expect("rel").to_string_lossy().into_owned();
+                let rel = p
+                    .strip_prefix(dir)
+                    .expect("rel")
+                    .to_string_lossy()
+                    .into_owned();
                 out.insert(rel, std::fs::read(&p).expect("read"));
             }
         }

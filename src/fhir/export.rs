@@ -24,8 +24,8 @@ use serde_json::value::RawValue;
 
 use super::files::{self, AtomicFile, Written};
 use super::patients::PatientIndex;
-use super::resource::{Rejected, ResourceDeidentifier};
-use super::table::TableWriter;
+use super::resource::{Done, Rejected, ResourceDeidentifier};
+use super::table::{Columns, TableWriter};
 
 /// Resources de-identified at once: enough free text to keep the model's batches full.
 const IN_FLIGHT: usize = 64;
@@ -115,12 +115,14 @@ pub struct Summary {
     pub outputs: Vec<OutputFile>,
 }
 
-/// A line of a part file: the type, the patient pseudonym, the free text and the resource.
+/// A line of a part file: the type, the patient pseudonym, the free text, the table's
+/// columns and the resource.
 #[derive(Serialize)]
 struct PartLineOut<'a> {
     t: &'a str,
     p: Option<&'a str>,
     x: Option<String>,
+    c: &'a Columns,
     r: &'a Value,
 }
 
@@ -129,8 +131,47 @@ struct PartLineIn<'a> {
     t: String,
     p: Option<String>,
     x: Option<String>,
+    c: Columns,
     #[serde(borrow)]
     r: &'a RawValue,
+}
+
+/// A de-identified resource as its part line, with its counts.
+struct Encoded {
+    line: Vec<u8>,
+    resource_type: String,
+    texts: usize,
+    spans: usize,
+    known_added: usize,
+    removed: usize,
+}
+
+impl Encoded {
+    fn new(done: Done) -> Result<Self, ExportError> {
+        let text = (!done.free_text.is_empty()).then(|| done.free_text.join("\n"));
+        let columns = Columns::of(&done.resource);
+        let mut line = Vec::with_capacity(1024);
+        serde_json::to_writer(
+            &mut line,
+            &PartLineOut {
+                t: &done.resource_type,
+                p: done.patient.as_deref(),
+                x: text,
+                c: &columns,
+                r: &done.resource,
+            },
+        )
+        .map_err(|e| ExportError::Part(e.to_string()))?;
+        line.push(b'\n');
+        Ok(Self {
+            line,
+            resource_type: done.resource_type,
+            texts: done.texts,
+            spans: done.spans,
+            known_added: done.known_added,
+            removed: done.removed,
+        })
+    }
 }
 
 /// Opens an input file, decompressing `.gz`.
@@ -297,10 +338,9 @@ impl Exporter {
                 })
             })
         };
-        type Outcome = (u64, String, Result<super::resource::Done, Rejected>);
-        let mut tasks: tokio::task::JoinSet<Outcome> = tokio::task::JoinSet::new();
-        let mut ready: BTreeMap<u64, (String, Result<super::resource::Done, Rejected>)> =
-            BTreeMap::new();
+        type Encoding = Result<Result<Encoded, ExportError>, Rejected>;
+        let mut tasks: tokio::task::JoinSet<(u64, String, Encoding)> = tokio::task::JoinSet::new();
+        let mut ready: BTreeMap<u64, (String, Encoding)> = BTreeMap::new();
         let mut order: std::collections::VecDeque<u64> = std::collections::VecDeque::new();
         let mut reading = true;
         loop {
@@ -324,7 +364,8 @@ impl Exporter {
                             };
                             // Only a rejection records the line's hash.
                             let hash = if r.is_err() { sha256_hex(&bytes) } else { String::new() };
-                            (n, hash, r)
+                            // Encoded here, beside the others, not in the writing loop.
+                            (n, hash, r.map(Encoded::new))
                         });
                     }
                     None => reading = false,
@@ -346,19 +387,9 @@ impl Exporter {
                 };
                 order.pop_front();
                 match r {
-                    Ok(done) => {
-                        let text = (!done.free_text.is_empty()).then(|| done.free_text.join("\n"));
-                        serde_json::to_writer(
-                            &mut data,
-                            &PartLineOut {
-                                t: &done.resource_type,
-                                p: done.patient.as_deref(),
-                                x: text,
-                                r: &done.resource,
-                            },
-                        )
-                        .map_err(io::Error::other)?;
-                        data.write_all(b"\n")?;
+                    Ok(encoded) => {
+                        let done = encoded?;
+                        data.write_all(&done.line)?;
                         *rec.resources.entry(done.resource_type).or_default() += 1;
                         rec.texts += done.texts as u64;
                         rec.spans += done.spans as u64;
@@ -429,10 +460,8 @@ impl Exporter {
                 let json = line.r.get();
                 out.ndjson.write_all(json.as_bytes())?;
                 out.ndjson.write_all(b"\n")?;
-                let value: Value =
-                    serde_json::from_str(json).map_err(|e| ExportError::Part(e.to_string()))?;
                 out.table
-                    .push(&value, json, line.p.as_deref(), line.x.as_deref())?;
+                    .push_columns(line.c, json, line.p.as_deref(), line.x.as_deref())?;
                 out.count += 1;
             }
         }

@@ -83,9 +83,7 @@ impl Population {
     pub fn write(&self, dir: &Path) -> io::Result<()> {
         std::fs::create_dir_all(dir)?;
         for (t, lines) in &self.lines {
-            let mut f = io::BufWriter::new(std::fs::File::create(
-                dir.join(format!("{t}.ndjson")),
-            )?);
+            let mut f = io::BufWriter::new(std::fs::File::create(dir.join(format!("{t}.ndjson")))?);
             for l in lines {
                 f.write_all(l.as_bytes())?;
                 f.write_all(b"\n")?;
@@ -118,14 +116,48 @@ impl Rng {
 }
 
 const GIVEN: &[&str] = &[
-    "Sumiko", "Darnell", "Odalys", "Kasimir", "Thandiwe", "Evander", "Marisol", "Quillon",
-    "Ingeborg", "Tavish", "Renata", "Bertram", "Yesenia", "Leopold", "Ottilie", "Cassius",
-    "Wilhelmina", "Anselm", "Esmeralda", "Florian",
+    "Sumiko",
+    "Darnell",
+    "Odalys",
+    "Kasimir",
+    "Thandiwe",
+    "Evander",
+    "Marisol",
+    "Quillon",
+    "Ingeborg",
+    "Tavish",
+    "Renata",
+    "Bertram",
+    "Yesenia",
+    "Leopold",
+    "Ottilie",
+    "Cassius",
+    "Wilhelmina",
+    "Anselm",
+    "Esmeralda",
+    "Florian",
 ];
 const FAMILY: &[&str] = &[
-    "Larue", "Kshlerin", "Okuneva", "Wunsch", "Bergstrom", "Hettinger", "Rempel", "Schowalter",
-    "Gutkowski", "Mraz", "Dibbert", "Kuvalis", "Satterfield", "Ankunding", "Heathcote", "Rolfson",
-    "Zulauf", "Bednar", "Wehner", "Jaskolski",
+    "Larue",
+    "Kshlerin",
+    "Okuneva",
+    "Wunsch",
+    "Bergstrom",
+    "Hettinger",
+    "Rempel",
+    "Schowalter",
+    "Gutkowski",
+    "Mraz",
+    "Dibbert",
+    "Kuvalis",
+    "Satterfield",
+    "Ankunding",
+    "Heathcote",
+    "Rolfson",
+    "Zulauf",
+    "Bednar",
+    "Wehner",
+    "Jaskolski",
 ];
 const STREETS: &[&str] = &[
     "Harbor", "Quarry", "Bramble", "Larkspur", "Foxglove", "Tamarack", "Juniper", "Wren",
@@ -164,7 +196,11 @@ fn numbered(rng: &mut Rng, list: &[&str]) -> String {
 }
 
 fn date(rng: &mut Rng, from_year: u64, years: u64) -> (u64, u64, u64) {
-    (from_year + rng.below(years), 1 + rng.below(12), 1 + rng.below(28))
+    (
+        from_year + rng.below(years),
+        1 + rng.below(12),
+        1 + rng.below(28),
+    )
 }
 
 fn iso((y, m, d): (u64, u64, u64)) -> String {
@@ -174,7 +210,11 @@ fn iso((y, m, d): (u64, u64, u64)) -> String {
 fn person(rng: &mut Rng, i: usize) -> Person {
     let given = numbered(rng, GIVEN);
     let family = numbered(rng, FAMILY);
-    let (a, b, c) = (200 + rng.below(800), 200 + rng.below(800), rng.below(10_000));
+    let (a, b, c) = (
+        200 + rng.below(800),
+        200 + rng.below(800),
+        rng.below(10_000),
+    );
     Person {
         id: format!("pop-{i:06}"),
         email: format!(

@@ -313,8 +313,14 @@ mod tests {
             Err(XhtmlError::Malformed)
         );
         assert!(parse("<div a=b>x</div>").is_err());
-        assert_eq!(parse("<div><p>x</div>").map(|_| ()), Err(XhtmlError::Malformed));
-        assert_eq!(parse("<div>x</div></p>").map(|_| ()), Err(XhtmlError::Malformed));
+        assert_eq!(
+            parse("<div><p>x</div>").map(|_| ()),
+            Err(XhtmlError::Malformed)
+        );
+        assert_eq!(
+            parse("<div>x</div></p>").map(|_| ()),
+            Err(XhtmlError::Malformed)
+        );
         assert!(parse("<div><br/><p>x</p></div>").is_ok());
     }
 }
