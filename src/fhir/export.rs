@@ -29,6 +29,9 @@ use super::table::{Columns, TableWriter};
 
 /// Resources de-identified at once: enough free text to keep the model's batches full.
 const IN_FLIGHT: usize = 64;
+/// Lines handed from the reader at once (or fewer, up to [`BATCH_BYTES`]).
+const BATCH_LINES: usize = 64;
+const BATCH_BYTES: usize = 256 * 1024;
 /// Where parts live, inside the output folder.
 pub const PARTS_DIR: &str = ".phiflow-parts";
 
@@ -326,48 +329,74 @@ impl Exporter {
                 bytes: 0,
             },
         };
-        // Lines are read on a blocking thread and de-identified IN_FLIGHT at a time; results
-        // are written back in input order.
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<(u64, Vec<u8>)>(IN_FLIGHT);
+        // Lines are read on a blocking thread and handed over in batches (one wake-up per
+        // batch, not per line); they are de-identified IN_FLIGHT at a time and written back
+        // in input order.
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<(u64, Vec<u8>)>>(4);
         let reader = {
             let source = source.clone();
             tokio::task::spawn_blocking(move || {
+                let mut batch = Vec::with_capacity(BATCH_LINES);
+                let mut bytes = 0;
                 each_line(&source, |n, line| {
-                    tx.blocking_send((n, line.to_vec()))
-                        .map_err(|_| ExportError::Cancelled)
-                })
+                    bytes += line.len();
+                    batch.push((n, line.to_vec()));
+                    if batch.len() >= BATCH_LINES || bytes >= BATCH_BYTES {
+                        bytes = 0;
+                        let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_LINES));
+                        tx.blocking_send(full).map_err(|_| ExportError::Cancelled)?;
+                    }
+                    Ok(())
+                })?;
+                if !batch.is_empty() {
+                    tx.blocking_send(batch)
+                        .map_err(|_| ExportError::Cancelled)?;
+                }
+                Ok::<(), ExportError>(())
             })
         };
         type Encoding = Result<Result<Encoded, ExportError>, Rejected>;
         let mut tasks: tokio::task::JoinSet<(u64, String, Encoding)> = tokio::task::JoinSet::new();
         let mut ready: BTreeMap<u64, (String, Encoding)> = BTreeMap::new();
         let mut order: std::collections::VecDeque<u64> = std::collections::VecDeque::new();
+        let mut pending: std::collections::VecDeque<(u64, Vec<u8>)> =
+            std::collections::VecDeque::new();
         let mut reading = true;
         loop {
             if progress.cancelled.load(Ordering::Relaxed) {
                 tasks.abort_all();
                 return Err(ExportError::Cancelled);
             }
+            while tasks.len() < IN_FLIGHT {
+                let Some((n, bytes)) = pending.pop_front() else {
+                    break;
+                };
+                order.push_back(n);
+                progress
+                    .bytes
+                    .fetch_add(bytes.len() as u64 + 1, Ordering::Relaxed);
+                let (rd, index) = (self.rd.clone(), index.clone());
+                tasks.spawn(async move {
+                    let r = match std::str::from_utf8(&bytes) {
+                        Ok(line) => rd.line(line, &index).await,
+                        Err(_) => Err(Rejected {
+                            reason: super::resource::Rejection::InvalidJson,
+                            resource_type: None,
+                        }),
+                    };
+                    // Only a rejection records the line's hash.
+                    let hash = if r.is_err() {
+                        sha256_hex(&bytes)
+                    } else {
+                        String::new()
+                    };
+                    // Encoded here, beside the others, not in the writing loop.
+                    (n, hash, r.map(Encoded::new))
+                });
+            }
             tokio::select! {
-                line = rx.recv(), if reading && tasks.len() < IN_FLIGHT => match line {
-                    Some((n, bytes)) => {
-                        order.push_back(n);
-                        progress.bytes.fetch_add(bytes.len() as u64 + 1, Ordering::Relaxed);
-                        let (rd, index) = (self.rd.clone(), index.clone());
-                        tasks.spawn(async move {
-                            let r = match std::str::from_utf8(&bytes) {
-                                Ok(line) => rd.line(line, &index).await,
-                                Err(_) => Err(Rejected {
-                                    reason: super::resource::Rejection::InvalidJson,
-                                    resource_type: None,
-                                }),
-                            };
-                            // Only a rejection records the line's hash.
-                            let hash = if r.is_err() { sha256_hex(&bytes) } else { String::new() };
-                            // Encoded here, beside the others, not in the writing loop.
-                            (n, hash, r.map(Encoded::new))
-                        });
-                    }
+                batch = rx.recv(), if reading && pending.is_empty() => match batch {
+                    Some(b) => pending.extend(b),
                     None => reading = false,
                 },
                 done = tasks.join_next(), if !tasks.is_empty() => match done {
