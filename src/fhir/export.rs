@@ -32,6 +32,8 @@ const IN_FLIGHT: usize = 64;
 /// Lines handed from the reader at once (or fewer, up to [`BATCH_BYTES`]).
 const BATCH_LINES: usize = 64;
 const BATCH_BYTES: usize = 256 * 1024;
+/// Input files de-identified at once.
+const FILES_AT_ONCE: usize = 2;
 /// Where parts live, inside the output folder.
 pub const PARTS_DIR: &str = ".phiflow-parts";
 
@@ -450,6 +452,52 @@ impl Exporter {
         Ok(rec)
     }
 
+    /// Pass 2 over every source, [`FILES_AT_ONCE`] at a time: the next file starts while the
+    /// last texts of one wait for the model, so its batches stay full across file ends.
+    async fn parts(
+        &self,
+        sources: &[Source],
+        index: &Arc<PatientIndex>,
+        progress: &Progress,
+    ) -> Result<Vec<PartRecord>, ExportError> {
+        type PartFuture<'a> = std::pin::Pin<
+            Box<
+                dyn std::future::Future<Output = (usize, Result<PartRecord, ExportError>)>
+                    + Send
+                    + 'a,
+            >,
+        >;
+        let mut done: Vec<Option<PartRecord>> = (0..sources.len()).map(|_| None).collect();
+        let mut running: Vec<PartFuture<'_>> = Vec::new();
+        let mut next = 0;
+        loop {
+            while running.len() < FILES_AT_ONCE && next < sources.len() {
+                let i = next;
+                running.push(Box::pin(async move {
+                    (i, self.part(i, &sources[i], index, progress).await)
+                }));
+                next += 1;
+            }
+            if running.is_empty() {
+                break;
+            }
+            let (k, (i, r)) = std::future::poll_fn(|cx| {
+                for (k, f) in running.iter_mut().enumerate() {
+                    if let std::task::Poll::Ready(out) = f.as_mut().poll(cx) {
+                        return std::task::Poll::Ready((k, out));
+                    }
+                }
+                std::task::Poll::Pending
+            })
+            .await;
+            drop(running.swap_remove(k));
+            done[i] = Some(r?);
+        }
+        done.into_iter()
+            .map(|p| p.ok_or_else(|| ExportError::Part("a part is missing".into())))
+            .collect()
+    }
+
     /// Pass 3: the parts, in order, into one NDJSON file and one Parquet table per type.
     pub fn assemble(&self, parts: &[PartRecord]) -> Result<Vec<OutputFile>, ExportError> {
         struct Out {
@@ -533,10 +581,7 @@ impl Exporter {
             .await
             .map_err(|e| ExportError::Part(format!("indexing failed: {e}")))??;
         let index = Arc::new(index);
-        let mut parts = Vec::with_capacity(sources.len());
-        for (i, s) in sources.iter().enumerate() {
-            parts.push(self.part(i, s, &index, progress).await?);
-        }
+        let parts = self.parts(sources, &index, progress).await?;
         // Assembly is blocking file work.
         let (me, p) = (self.clone(), parts.clone());
         let outputs = tokio::task::spawn_blocking(move || me.assemble(&p))
