@@ -311,6 +311,8 @@ impl Exporter {
             progress.files_done.fetch_add(1, Ordering::Relaxed);
             return Ok(done);
         }
+        // The parts folder again, should it have been cleaned since `new`.
+        files::create_private_dir(&self.parts)?;
         let source_sha256 = files::sha256_file(&source.path).map_err(|e| ExportError::Read {
             name: source.name.clone(),
             source: e,
@@ -570,7 +572,8 @@ impl Exporter {
         }
     }
 
-    /// All three passes over `sources` (sorted by name first, so input order is stable).
+    /// All three passes over `sources`, in the order given (part `i` is source `i`; a
+    /// resumed run must pass the same list, as [`sources_in`] gives it).
     pub async fn run(
         &self,
         sources: &[Source],
