@@ -23,6 +23,16 @@ enum Command {
     Mcp(McpArgs),
     /// Batch work on files (see `phiflow batch deidentify --help`).
     Batch(phiflow::batch::BatchArgs),
+    /// FHIR bulk exports.
+    #[command(subcommand)]
+    Fhir(FhirCommand),
+}
+
+#[derive(Subcommand)]
+enum FhirCommand {
+    /// De-identify a bulk export on disk (`*.ndjson`, `*.ndjson.gz`) into NDJSON and Parquet
+    /// per resource type and a summary.json; a rerun after an interruption resumes.
+    Deidentify(phiflow::fhir::cli::DeidentifyArgs),
 }
 
 #[derive(clap::Args)]
@@ -81,6 +91,7 @@ fn main() -> std::process::ExitCode {
         Command::Eval(args) => run_eval(args),
         Command::Mcp(args) => run_mcp(args),
         Command::Batch(args) => run_batch(args),
+        Command::Fhir(FhirCommand::Deidentify(args)) => phiflow::fhir::cli::run(args),
         Command::GenerateCorpus(args) => {
             let notes = phiflow::eval::generate(args.seed, args.notes);
             match std::fs::write(&args.out, phiflow::eval::to_jsonl(&notes)) {

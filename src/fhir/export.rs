@@ -24,11 +24,16 @@ use serde_json::value::RawValue;
 
 use super::files::{self, AtomicFile, Written};
 use super::patients::PatientIndex;
-use super::resource::{Rejected, ResourceDeidentifier};
-use super::table::TableWriter;
+use super::resource::{Done, Rejected, ResourceDeidentifier};
+use super::table::{Columns, TableWriter};
 
 /// Resources de-identified at once: enough free text to keep the model's batches full.
 const IN_FLIGHT: usize = 64;
+/// Lines handed from the reader at once (or fewer, up to [`BATCH_BYTES`]).
+const BATCH_LINES: usize = 64;
+const BATCH_BYTES: usize = 256 * 1024;
+/// Input files de-identified at once.
+const FILES_AT_ONCE: usize = 2;
 /// Where parts live, inside the output folder.
 pub const PARTS_DIR: &str = ".phiflow-parts";
 
@@ -115,12 +120,14 @@ pub struct Summary {
     pub outputs: Vec<OutputFile>,
 }
 
-/// A line of a part file: the type, the patient pseudonym, the free text and the resource.
+/// A line of a part file: the type, the patient pseudonym, the free text, the table's
+/// columns and the resource.
 #[derive(Serialize)]
 struct PartLineOut<'a> {
     t: &'a str,
     p: Option<&'a str>,
     x: Option<String>,
+    c: &'a Columns,
     r: &'a Value,
 }
 
@@ -129,8 +136,47 @@ struct PartLineIn<'a> {
     t: String,
     p: Option<String>,
     x: Option<String>,
+    c: Columns,
     #[serde(borrow)]
     r: &'a RawValue,
+}
+
+/// A de-identified resource as its part line, with its counts.
+struct Encoded {
+    line: Vec<u8>,
+    resource_type: String,
+    texts: usize,
+    spans: usize,
+    known_added: usize,
+    removed: usize,
+}
+
+impl Encoded {
+    fn new(done: Done) -> Result<Self, ExportError> {
+        let text = (!done.free_text.is_empty()).then(|| done.free_text.join("\n"));
+        let columns = Columns::of(&done.resource);
+        let mut line = Vec::with_capacity(1024);
+        serde_json::to_writer(
+            &mut line,
+            &PartLineOut {
+                t: &done.resource_type,
+                p: done.patient.as_deref(),
+                x: text,
+                c: &columns,
+                r: &done.resource,
+            },
+        )
+        .map_err(|e| ExportError::Part(e.to_string()))?;
+        line.push(b'\n');
+        Ok(Self {
+            line,
+            resource_type: done.resource_type,
+            texts: done.texts,
+            spans: done.spans,
+            known_added: done.known_added,
+            removed: done.removed,
+        })
+    }
 }
 
 /// Opens an input file, decompressing `.gz`.
@@ -184,12 +230,13 @@ fn each_line(
 /// Pass 1: the patient index from every Patient and RelatedPerson of the sources.
 pub fn index(sources: &[Source]) -> Result<PatientIndex, ExportError> {
     let mut idx = PatientIndex::default();
+    // Most lines are neither: only a line holding one of the type names as a JSON string
+    // (wherever its `resourceType` key sits) is parsed.
+    let names = aho_corasick::AhoCorasick::new([&b"\"Patient\""[..], b"\"RelatedPerson\""])
+        .map_err(|e| ExportError::Part(e.to_string()))?;
     for s in sources {
         each_line(s, |_, line| {
-            // Most lines are neither: skip them without parsing.
-            let hay = line.get(..line.len().min(256)).unwrap_or(line);
-            let maybe = memfind(hay, b"\"Patient\"") || memfind(hay, b"\"RelatedPerson\"");
-            if (maybe || memfind(line, b"\"resourceType\":\"Patient\""))
+            if names.is_match(line)
                 && let Ok(v) = serde_json::from_slice::<Value>(line)
             {
                 idx.learn(&v);
@@ -198,10 +245,6 @@ pub fn index(sources: &[Source]) -> Result<PatientIndex, ExportError> {
         })?;
     }
     Ok(idx)
-}
-
-fn memfind(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
 }
 
 fn sha256_hex(b: &[u8]) -> String {
@@ -256,6 +299,9 @@ impl Exporter {
         progress: &Progress,
     ) -> Result<PartRecord, ExportError> {
         if let Some(done) = self.finished_part(i, source) {
+            if let Ok(m) = fs::metadata(&source.path) {
+                progress.bytes.fetch_add(m.len(), Ordering::Relaxed);
+            }
             progress
                 .resources
                 .fetch_add(done.resources.values().sum::<u64>(), Ordering::Relaxed);
@@ -265,6 +311,8 @@ impl Exporter {
             progress.files_done.fetch_add(1, Ordering::Relaxed);
             return Ok(done);
         }
+        // The parts folder again, should it have been cleaned since `new`.
+        files::create_private_dir(&self.parts)?;
         let source_sha256 = files::sha256_file(&source.path).map_err(|e| ExportError::Read {
             name: source.name.clone(),
             source: e,
@@ -285,47 +333,74 @@ impl Exporter {
                 bytes: 0,
             },
         };
-        // Lines are read on a blocking thread and de-identified IN_FLIGHT at a time; results
-        // are written back in input order.
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<(u64, Vec<u8>)>(IN_FLIGHT);
+        // Lines are read on a blocking thread and handed over in batches (one wake-up per
+        // batch, not per line); they are de-identified IN_FLIGHT at a time and written back
+        // in input order.
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<(u64, Vec<u8>)>>(4);
         let reader = {
             let source = source.clone();
             tokio::task::spawn_blocking(move || {
+                let mut batch = Vec::with_capacity(BATCH_LINES);
+                let mut bytes = 0;
                 each_line(&source, |n, line| {
-                    tx.blocking_send((n, line.to_vec()))
-                        .map_err(|_| ExportError::Cancelled)
-                })
+                    bytes += line.len();
+                    batch.push((n, line.to_vec()));
+                    if batch.len() >= BATCH_LINES || bytes >= BATCH_BYTES {
+                        bytes = 0;
+                        let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_LINES));
+                        tx.blocking_send(full).map_err(|_| ExportError::Cancelled)?;
+                    }
+                    Ok(())
+                })?;
+                if !batch.is_empty() {
+                    tx.blocking_send(batch)
+                        .map_err(|_| ExportError::Cancelled)?;
+                }
+                Ok::<(), ExportError>(())
             })
         };
-        type Outcome = (u64, String, Result<super::resource::Done, Rejected>);
-        let mut tasks: tokio::task::JoinSet<Outcome> = tokio::task::JoinSet::new();
-        let mut ready: BTreeMap<u64, (String, Result<super::resource::Done, Rejected>)> =
-            BTreeMap::new();
+        type Encoding = Result<Result<Encoded, ExportError>, Rejected>;
+        let mut tasks: tokio::task::JoinSet<(u64, String, Encoding)> = tokio::task::JoinSet::new();
+        let mut ready: BTreeMap<u64, (String, Encoding)> = BTreeMap::new();
         let mut order: std::collections::VecDeque<u64> = std::collections::VecDeque::new();
+        let mut pending: std::collections::VecDeque<(u64, Vec<u8>)> =
+            std::collections::VecDeque::new();
         let mut reading = true;
         loop {
             if progress.cancelled.load(Ordering::Relaxed) {
                 tasks.abort_all();
                 return Err(ExportError::Cancelled);
             }
+            while tasks.len() < IN_FLIGHT {
+                let Some((n, bytes)) = pending.pop_front() else {
+                    break;
+                };
+                order.push_back(n);
+                progress
+                    .bytes
+                    .fetch_add(bytes.len() as u64 + 1, Ordering::Relaxed);
+                let (rd, index) = (self.rd.clone(), index.clone());
+                tasks.spawn(async move {
+                    let r = match std::str::from_utf8(&bytes) {
+                        Ok(line) => rd.line(line, &index).await,
+                        Err(_) => Err(Rejected {
+                            reason: super::resource::Rejection::InvalidJson,
+                            resource_type: None,
+                        }),
+                    };
+                    // Only a rejection records the line's hash.
+                    let hash = if r.is_err() {
+                        sha256_hex(&bytes)
+                    } else {
+                        String::new()
+                    };
+                    // Encoded here, beside the others, not in the writing loop.
+                    (n, hash, r.map(Encoded::new))
+                });
+            }
             tokio::select! {
-                line = rx.recv(), if reading && tasks.len() < IN_FLIGHT => match line {
-                    Some((n, bytes)) => {
-                        order.push_back(n);
-                        progress.bytes.fetch_add(bytes.len() as u64 + 1, Ordering::Relaxed);
-                        let (rd, index) = (self.rd.clone(), index.clone());
-                        tasks.spawn(async move {
-                            let hash = sha256_hex(&bytes);
-                            let r = match std::str::from_utf8(&bytes) {
-                                Ok(line) => rd.line(line, &index).await,
-                                Err(_) => Err(Rejected {
-                                    reason: super::resource::Rejection::InvalidJson,
-                                    resource_type: None,
-                                }),
-                            };
-                            (n, hash, r)
-                        });
-                    }
+                batch = rx.recv(), if reading && pending.is_empty() => match batch {
+                    Some(b) => pending.extend(b),
                     None => reading = false,
                 },
                 done = tasks.join_next(), if !tasks.is_empty() => match done {
@@ -345,19 +420,9 @@ impl Exporter {
                 };
                 order.pop_front();
                 match r {
-                    Ok(done) => {
-                        let text = (!done.free_text.is_empty()).then(|| done.free_text.join("\n"));
-                        serde_json::to_writer(
-                            &mut data,
-                            &PartLineOut {
-                                t: &done.resource_type,
-                                p: done.patient.as_deref(),
-                                x: text,
-                                r: &done.resource,
-                            },
-                        )
-                        .map_err(io::Error::other)?;
-                        data.write_all(b"\n")?;
+                    Ok(encoded) => {
+                        let done = encoded?;
+                        data.write_all(&done.line)?;
                         *rec.resources.entry(done.resource_type).or_default() += 1;
                         rec.texts += done.texts as u64;
                         rec.spans += done.spans as u64;
@@ -387,6 +452,52 @@ impl Exporter {
         record.commit()?;
         progress.files_done.fetch_add(1, Ordering::Relaxed);
         Ok(rec)
+    }
+
+    /// Pass 2 over every source, [`FILES_AT_ONCE`] at a time: the next file starts while the
+    /// last texts of one wait for the model, so its batches stay full across file ends.
+    async fn parts(
+        &self,
+        sources: &[Source],
+        index: &Arc<PatientIndex>,
+        progress: &Progress,
+    ) -> Result<Vec<PartRecord>, ExportError> {
+        type PartFuture<'a> = std::pin::Pin<
+            Box<
+                dyn std::future::Future<Output = (usize, Result<PartRecord, ExportError>)>
+                    + Send
+                    + 'a,
+            >,
+        >;
+        let mut done: Vec<Option<PartRecord>> = (0..sources.len()).map(|_| None).collect();
+        let mut running: Vec<PartFuture<'_>> = Vec::new();
+        let mut next = 0;
+        loop {
+            while running.len() < FILES_AT_ONCE && next < sources.len() {
+                let i = next;
+                running.push(Box::pin(async move {
+                    (i, self.part(i, &sources[i], index, progress).await)
+                }));
+                next += 1;
+            }
+            if running.is_empty() {
+                break;
+            }
+            let (k, (i, r)) = std::future::poll_fn(|cx| {
+                for (k, f) in running.iter_mut().enumerate() {
+                    if let std::task::Poll::Ready(out) = f.as_mut().poll(cx) {
+                        return std::task::Poll::Ready((k, out));
+                    }
+                }
+                std::task::Poll::Pending
+            })
+            .await;
+            drop(running.swap_remove(k));
+            done[i] = Some(r?);
+        }
+        done.into_iter()
+            .map(|p| p.ok_or_else(|| ExportError::Part("a part is missing".into())))
+            .collect()
     }
 
     /// Pass 3: the parts, in order, into one NDJSON file and one Parquet table per type.
@@ -428,10 +539,8 @@ impl Exporter {
                 let json = line.r.get();
                 out.ndjson.write_all(json.as_bytes())?;
                 out.ndjson.write_all(b"\n")?;
-                let value: Value =
-                    serde_json::from_str(json).map_err(|e| ExportError::Part(e.to_string()))?;
                 out.table
-                    .push(&value, json, line.p.as_deref(), line.x.as_deref())?;
+                    .push_columns(line.c, json, line.p.as_deref(), line.x.as_deref())?;
                 out.count += 1;
             }
         }
@@ -463,7 +572,8 @@ impl Exporter {
         }
     }
 
-    /// All three passes over `sources` (sorted by name first, so input order is stable).
+    /// All three passes over `sources`, in the order given (part `i` is source `i`; a
+    /// resumed run must pass the same list, as [`sources_in`] gives it).
     pub async fn run(
         &self,
         sources: &[Source],
@@ -474,10 +584,7 @@ impl Exporter {
             .await
             .map_err(|e| ExportError::Part(format!("indexing failed: {e}")))??;
         let index = Arc::new(index);
-        let mut parts = Vec::with_capacity(sources.len());
-        for (i, s) in sources.iter().enumerate() {
-            parts.push(self.part(i, s, &index, progress).await?);
-        }
+        let parts = self.parts(sources, &index, progress).await?;
         // Assembly is blocking file work.
         let (me, p) = (self.clone(), parts.clone());
         let outputs = tokio::task::spawn_blocking(move || me.assemble(&p))

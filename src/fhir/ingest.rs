@@ -722,6 +722,8 @@ impl Ingestions {
         ));
         let exporter = Exporter::new(rd, &config.output_dir)?;
         let summary = exporter.run(&sources, &live.progress).await?;
+        // The same summary.json as `phiflow fhir deidentify` writes beside the outputs.
+        super::cli::write_summary(&config.output_dir, &summary)?;
         live.set_phase("finishing");
         // The files may go: the server is told, and the raw downloads are removed.
         if let Err(e) = bulk.cancel(&status).await {

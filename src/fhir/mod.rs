@@ -25,12 +25,14 @@
 //! - **Secrets**: keys and tokens appear in no `Debug`, log line or error.
 
 mod bulk;
+pub mod cli;
 pub mod dates;
 pub mod export;
 pub mod files;
 mod manifest;
 mod origin;
 pub mod patients;
+pub mod population;
 pub mod pseudonym;
 pub mod resource;
 mod retry;

@@ -64,8 +64,18 @@ fn each(v: &Value) -> impl Iterator<Item = &Value> {
 
 /// The canonical label of an Identifier's value, from its system or type code.
 pub fn identifier_label(id: &Value) -> &'static str {
-    let system = id["system"].as_str().unwrap_or_default();
-    let code = id["type"]["coding"][0]["code"].as_str().unwrap_or_default();
+    id.as_object()
+        .map_or("OTHER_IDENTIFIER", identifier_label_of)
+}
+
+/// [`identifier_label`] of an Identifier's fields.
+pub fn identifier_label_of(id: &serde_json::Map<String, Value>) -> &'static str {
+    let system = id.get("system").and_then(Value::as_str).unwrap_or_default();
+    let code = id
+        .get("type")
+        .and_then(|t| t.pointer("/coding/0/code"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     match code {
         "SS" | "SB" => "SSN",
         "MR" | "MRN" => "MEDICAL_RECORD_NUMBER",

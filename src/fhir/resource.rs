@@ -17,14 +17,14 @@ use base64::Engine as _;
 use serde_json::{Map, Value};
 
 use super::dates;
-use super::patients::{PatientIndex, identifier_label};
+use super::patients::{PatientIndex, identifier_label_of};
 use super::pseudonym::{Pseudonyms, type_and_id};
 use super::types;
 use super::xhtml;
 use crate::deid::canonical_label;
 use crate::deid::operators::{self, Plan, Rewriter, Target};
 use crate::deidentifier::{DeidError, Deidentifier, KnownIdentifier, Prepared, Subject};
-use crate::inference::{InferenceError, ModelHandle};
+use crate::inference::ModelHandle;
 
 /// Keys whose string value is free text.
 const FREE_TEXT: &[&str] = &[
@@ -41,6 +41,16 @@ const FREE_TEXT: &[&str] = &[
     "reasonText",
     "outcomeText",
 ];
+
+/// The label of a plain string element that holds an identifier: Safe Harbor (I) health plan
+/// numbers and (M) device identifiers and serial numbers.
+fn string_identifier(key: &str) -> Option<&'static str> {
+    match key {
+        "subscriberId" => Some("HEALTH_PLAN_NUMBER"),
+        "serialNumber" | "deviceIdentifier" | "carrierHRF" | "carrierAIDC" => Some("DEVICE_ID"),
+        _ => None,
+    }
+}
 
 /// Why a resource was not passed on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -126,6 +136,13 @@ struct Walk<'a> {
     slots: Vec<Slot>,
     removed: usize,
     rejected: Option<Rejection>,
+    /// The identifying values rewritten in the structure: a narrative or note that repeats
+    /// them loses them too.
+    known: Vec<KnownIdentifier>,
+    /// The source ids of the Patients the resource references, as met.
+    patients: Vec<String>,
+    /// The JSON pointer of the value being walked.
+    path: String,
 }
 
 impl ResourceDeidentifier {
@@ -168,30 +185,52 @@ impl ResourceDeidentifier {
             return Err(reject(Rejection::OpaqueResourceType, Some(&rt)));
         }
         let patient = patient_of(&rt, &resource);
-        let known: Vec<KnownIdentifier> = patient
-            .as_deref()
-            .map(|p| index.known(p))
-            .unwrap_or_default();
         // Dates of a resource without a patient still move, keyed by the resource itself.
         let subject = match &patient {
             Some(p) => p.clone(),
             None => format!("{rt}/{}", resource["id"].as_str().unwrap_or_default()),
         };
-        let shift_days = self.deid.subject_shift_days(&subject).unwrap_or(0);
         let plan = self.deid.plan_for(&self.prepared, Some(&subject));
         let mut walk = Walk {
             pseudonyms: &self.pseudonyms,
             plan: &plan,
-            shift_days,
+            shift_days: plan.shift_days,
             slots: Vec::new(),
             removed: 0,
             rejected: None,
+            known: Vec::new(),
+            patients: Vec::new(),
+            path: String::new(),
         };
         walk.object_root(&rt, &mut resource);
         if let Some(reason) = walk.rejected {
             return Err(reject(reason, Some(&rt)));
         }
         let (slots, removed) = (walk.slots, walk.removed);
+        // What the text must lose, whatever the model says: the identifiers of every patient
+        // the resource names (its own first; a mother's note names her newborn), the values
+        // its own structure held, and the name it gives its patient.
+        let mut known: Vec<KnownIdentifier> = Vec::new();
+        if !slots.is_empty() {
+            known.extend(
+                patient
+                    .as_deref()
+                    .map(|p| index.known(p))
+                    .unwrap_or_default(),
+            );
+            let mut others = walk.patients;
+            others.sort();
+            others.dedup();
+            for other in others {
+                if patient.as_deref() != Some(other.as_str()) {
+                    known.extend(index.known(&other));
+                }
+            }
+            known.extend(walk.known);
+            known.extend(display_names(&resource));
+            known.sort();
+            known.dedup();
+        }
         let mut done = Done {
             resource_type: rt.clone(),
             resource: Value::Null,
@@ -298,23 +337,9 @@ impl ResourceDeidentifier {
         text: String,
         subject: Subject<'_>,
     ) -> Result<crate::deidentifier::Detected, DeidError> {
-        let text: Arc<str> = Arc::from(text);
-        let started = tokio::time::Instant::now();
-        loop {
-            match self
-                .deid
-                .detect(&self.prepared, &self.model, text.clone(), subject)
-                .await
-            {
-                Err(DeidError::Inference(InferenceError::QueueFull { retry_after_secs }))
-                    if started.elapsed() < std::time::Duration::from_secs(300) =>
-                {
-                    tokio::time::sleep(std::time::Duration::from_secs(retry_after_secs.max(1)))
-                        .await;
-                }
-                other => return other,
-            }
-        }
+        self.deid
+            .detect_patiently(&self.prepared, &self.model, Arc::from(text), subject)
+            .await
     }
 }
 
@@ -347,8 +372,55 @@ pub fn patient_of(rt: &str, r: &Value) -> Option<String> {
     any(r, &patient_ref)
 }
 
-fn pointer_push(path: &str, key: &str) -> String {
-    format!("{path}/{}", key.replace('~', "~0").replace('/', "~1"))
+/// Words that a patient's `display` holds but that name no one.
+const NOT_NAMES: &[&str] = &[
+    "patient",
+    "the",
+    "mr",
+    "mrs",
+    "ms",
+    "mx",
+    "dr",
+    "miss",
+    "baby",
+    "unknown",
+    "anonymous",
+    "and",
+    "of",
+    "jr",
+    "sr",
+];
+
+/// The words of the name a resource gives its patient (`subject.display` and the like): the
+/// patient may be outside the export, yet their name goes from the resource's text too.
+fn display_names(r: &Value) -> Vec<KnownIdentifier> {
+    let mut out = Vec::new();
+    for key in ["subject", "patient", "beneficiary", "individual"] {
+        let reference = &r[key];
+        let to_patient = reference["reference"]
+            .as_str()
+            .is_none_or(|x| type_and_id(x).is_some_and(|(t, _)| t == "Patient"));
+        let Some(display) = reference["display"].as_str().filter(|_| to_patient) else {
+            continue;
+        };
+        let words: Vec<&str> = display
+            .split(|c: char| !c.is_alphabetic() && c != '\'' && c != '-')
+            .filter(|w| {
+                w.chars().count() >= 3
+                    && w.chars().next().is_some_and(char::is_uppercase)
+                    && !NOT_NAMES.contains(&w.to_lowercase().as_str())
+            })
+            .collect();
+        for (i, w) in words.iter().enumerate() {
+            let label = if i + 1 == words.len() {
+                "LAST_NAME"
+            } else {
+                "FIRST_NAME"
+            };
+            out.push(KnownIdentifier::new(*w, label));
+        }
+    }
+    out
 }
 
 impl Walk<'_> {
@@ -362,10 +434,36 @@ impl Walk<'_> {
         operators::apply(value, &[target], self.plan).text
     }
 
-    fn rewrite_at(&self, v: &mut Value, label: &str) {
+    fn rewrite_at(&mut self, v: Option<&mut Value>, label: &'static str) {
+        let Some(v) = v else { return };
         if let Some(s) = v.as_str().filter(|s| !s.trim().is_empty()) {
+            self.known.push(KnownIdentifier::new(s.trim(), label));
             *v = Value::String(self.rewrite(s, label));
         }
+    }
+
+    /// Descends into `key` (JSON pointer escaping); [`Walk::leave`] with the mark goes back.
+    fn enter(&mut self, key: &str) -> usize {
+        let mark = self.path.len();
+        self.path.push('/');
+        if key.contains(['~', '/']) {
+            self.path
+                .push_str(&key.replace('~', "~0").replace('/', "~1"));
+        } else {
+            self.path.push_str(key);
+        }
+        mark
+    }
+
+    fn enter_index(&mut self, i: usize) -> usize {
+        use std::fmt::Write as _;
+        let mark = self.path.len();
+        let _ = write!(self.path, "/{i}");
+        mark
+    }
+
+    fn leave(&mut self, mark: usize) {
+        self.path.truncate(mark);
     }
 
     fn object_root(&mut self, rt: &str, v: &mut Value) {
@@ -374,18 +472,19 @@ impl Walk<'_> {
                 let p = self.pseudonyms.id(rt, id);
                 m.insert("id".into(), Value::String(p));
             }
-            self.fields(m, "", true);
+            self.fields(m, true, &[]);
         }
     }
 
-    fn value(&mut self, v: &mut Value, path: &str) {
+    fn value(&mut self, v: &mut Value) {
         match v {
             // A contained resource keeps its local id: references to it are local.
-            Value::Object(m) => self.fields(m, path, false),
+            Value::Object(m) => self.fields(m, false, &[]),
             Value::Array(a) => {
                 for (i, item) in a.iter_mut().enumerate() {
-                    let p = format!("{path}/{i}");
-                    self.value(item, &p);
+                    let mark = self.enter_index(i);
+                    self.value(item);
+                    self.leave(mark);
                 }
             }
             Value::String(s) => {
@@ -399,7 +498,8 @@ impl Walk<'_> {
         }
     }
 
-    fn fields(&mut self, m: &mut Map<String, Value>, path: &str, root: bool) {
+    /// An object's fields, but those in `skip` (already rewritten by the caller).
+    fn fields(&mut self, m: &mut Map<String, Value>, root: bool, skip: &[&str]) {
         let is_coding = m.contains_key("system") || m.contains_key("code");
         // An Attachment: text/* data is scrubbed, anything else is opaque.
         if let Some(ct) = m.get("contentType").and_then(Value::as_str) {
@@ -415,11 +515,15 @@ impl Walk<'_> {
                     .flatten()
                     .and_then(|b| String::from_utf8(b).ok());
                 match text {
-                    Some(text) => self.slots.push(Slot {
-                        pointer: pointer_push(path, "data"),
-                        text,
-                        kind: SlotKind::Attachment,
-                    }),
+                    Some(text) => {
+                        let mark = self.enter("data");
+                        self.slots.push(Slot {
+                            pointer: self.path.clone(),
+                            text,
+                            kind: SlotKind::Attachment,
+                        });
+                        self.leave(mark);
+                    }
                     None => {
                         self.rejected = Some(Rejection::BinaryContent);
                         return;
@@ -429,46 +533,70 @@ impl Walk<'_> {
             if m.remove("url").is_some() {
                 self.removed += 1;
             }
+        } else if m.get("data").is_some_and(Value::is_string) {
+            // SampledData's `data` is numbers; a Signature's is opaque and dropped; any other
+            // `data` (an Attachment that does not say what it holds) is not passed on.
+            let sampled = m.contains_key("origin") || m.contains_key("dimensions");
+            let signature = m.contains_key("sigFormat") || m.contains_key("who");
+            if signature {
+                m.remove("data");
+                self.removed += 1;
+            } else if !sampled {
+                self.rejected = Some(Rejection::BinaryContent);
+                return;
+            }
         }
-        let keys: Vec<String> = m.keys().cloned().collect();
-        for key in keys {
-            let p = pointer_push(path, &key);
+        let mut dropped: Vec<String> = Vec::new();
+        for (key, v) in m.iter_mut() {
+            if skip.contains(&key.as_str()) {
+                continue;
+            }
             match key.as_str() {
                 "photo" => {
-                    m.remove(&key);
+                    dropped.push(key.clone());
                     self.removed += 1;
                     continue;
                 }
-                "reference" => {
-                    match m
-                        .get(&key)
-                        .and_then(Value::as_str)
-                        .map(|r| self.pseudonyms.reference(r))
-                    {
-                        Some(Some(r)) => {
-                            m.insert(key, Value::String(r));
-                        }
-                        Some(None) => {
-                            m.remove(&key);
+                // A string is a Reference's reference; an object (Consent's
+                // `actor.reference`) is a Reference itself, walked like any element.
+                "reference" if v.is_string() => {
+                    let r = v.as_str().unwrap_or_default();
+                    if let Some(("Patient", id)) = type_and_id(r) {
+                        self.patients.push(id.to_string());
+                    }
+                    match self.pseudonyms.reference(r) {
+                        Some(r) => *v = Value::String(r),
+                        None => {
+                            dropped.push(key.clone());
                             self.removed += 1;
                         }
-                        None => {}
                     }
                     continue;
                 }
                 _ => {}
             }
-            let Some(v) = m.get_mut(&key) else { continue };
+            let mark = self.enter(key);
             match key.as_str() {
                 "resourceType" | "data" | "contentType" => {}
                 "id" if root => {}
-                "name" | "valueHumanName" if !v.is_string() => self.names(v, &p),
-                "telecom" | "valueContactPoint" => self.telecoms(v, &p),
-                "address" | "valueAddress" => self.addresses(v, &p),
-                "identifier" | "valueIdentifier" => self.identifiers(v, &p),
+                "name" | "valueHumanName" if !v.is_string() => self.each(v, Self::name),
+                // A name as a plain string (an organisation, a location, a device) may name
+                // a person or a place: free text.
+                "name" | "authorString" => self.free_text(v),
+                "telecom" | "valueContactPoint" => self.each(v, Self::telecom),
+                "address" | "valueAddress" => self.each(v, Self::address),
+                "identifier" | "valueIdentifier" => self.each(v, Self::identifier),
+                // Identifier and Address elements under other names
+                // (Specimen.accessionIdentifier, Claim.accident.locationAddress).
+                k if k.ends_with("Identifier") && !v.is_string() => self.each(v, Self::identifier),
+                k if k.ends_with("Address") && !v.is_string() => self.each(v, Self::address),
+                k if v.is_string() && string_identifier(k).is_some() => {
+                    let label = string_identifier(k).unwrap_or("OTHER_IDENTIFIER");
+                    self.rewrite_at(Some(v), label);
+                }
                 "div" => match v.as_str().map(xhtml::parse) {
                     Some(Ok(n)) => self.slots.push(Slot {
-                        pointer: p,
+                        pointer: self.path.clone(),
                         text: String::new(),
                         kind: SlotKind::Narrative(n),
                     }),
@@ -480,134 +608,90 @@ impl Walk<'_> {
                     }
                     None => {}
                 },
-                "display" if !is_coding => self.free_text(v, p),
-                k if FREE_TEXT.contains(&k) && v.is_string() => self.free_text(v, p),
-                _ => self.value(v, &p),
+                "display" if !is_coding => self.free_text(v),
+                k if FREE_TEXT.contains(&k) && v.is_string() => self.free_text(v),
+                _ => self.value(v),
             }
+            self.leave(mark);
             if self.rejected.is_some() {
                 return;
             }
         }
+        for k in dropped {
+            m.remove(&k);
+        }
     }
 
-    fn free_text(&mut self, v: &Value, pointer: String) {
+    fn free_text(&mut self, v: &Value) {
         if let Some(s) = v.as_str().filter(|s| !s.trim().is_empty()) {
             self.slots.push(Slot {
-                pointer,
+                pointer: self.path.clone(),
                 text: s.to_string(),
                 kind: SlotKind::Plain,
             });
         }
     }
 
-    fn each(v: &mut Value) -> Vec<&mut Value> {
+    /// `f` on each element of an array (or on a lone object).
+    fn each(&mut self, v: &mut Value, f: fn(&mut Self, &mut Map<String, Value>)) {
         match v {
-            Value::Array(a) => a.iter_mut().collect(),
-            Value::Object(_) => vec![v],
-            _ => Vec::new(),
-        }
-    }
-
-    fn names(&mut self, v: &mut Value, path: &str) {
-        let array = v.is_array();
-        for (i, n) in Self::each(v).into_iter().enumerate() {
-            let p = if array {
-                format!("{path}/{i}")
-            } else {
-                path.to_string()
-            };
-            self.rewrite_at(&mut n["family"], "LAST_NAME");
-            if let Some(given) = n.get_mut("given").and_then(Value::as_array_mut) {
-                for g in given {
-                    self.rewrite_at(g, "FIRST_NAME");
+            Value::Array(a) => {
+                for (i, item) in a.iter_mut().enumerate() {
+                    if let Some(o) = item.as_object_mut() {
+                        let mark = self.enter_index(i);
+                        f(self, o);
+                        self.leave(mark);
+                    }
                 }
             }
-            self.rewrite_at(&mut n["text"], "NAME");
-            if let Some(o) = n.as_object_mut() {
-                o.retain(|_, v| !v.is_null());
-                self.fields_except(o, &p, &["family", "given", "text"]);
-            }
+            Value::Object(o) => f(self, o),
+            _ => {}
         }
     }
 
-    fn telecoms(&mut self, v: &mut Value, path: &str) {
-        let array = v.is_array();
-        for (i, t) in Self::each(v).into_iter().enumerate() {
-            let p = if array {
-                format!("{path}/{i}")
-            } else {
-                path.to_string()
-            };
-            let label = match t["system"].as_str() {
-                Some("email") => "EMAIL",
-                Some("fax") => "FAX",
-                Some("url") => "URL",
-                Some("phone" | "sms" | "pager") => "PHONE",
-                _ => "OTHER_IDENTIFIER",
-            };
-            self.rewrite_at(&mut t["value"], label);
-            if let Some(o) = t.as_object_mut() {
-                o.retain(|_, v| !v.is_null());
-                self.fields_except(o, &p, &["value"]);
+    fn name(&mut self, n: &mut Map<String, Value>) {
+        self.rewrite_at(n.get_mut("family"), "LAST_NAME");
+        if let Some(given) = n.get_mut("given").and_then(Value::as_array_mut) {
+            for g in given {
+                self.rewrite_at(Some(g), "FIRST_NAME");
             }
         }
+        self.rewrite_at(n.get_mut("text"), "NAME");
+        self.fields(n, false, &["family", "given", "text"]);
     }
 
-    fn addresses(&mut self, v: &mut Value, path: &str) {
-        let array = v.is_array();
-        for (i, a) in Self::each(v).into_iter().enumerate() {
-            let p = if array {
-                format!("{path}/{i}")
-            } else {
-                path.to_string()
-            };
-            if let Some(lines) = a.get_mut("line").and_then(Value::as_array_mut) {
-                for l in lines {
-                    self.rewrite_at(l, "STREET_ADDRESS");
-                }
-            }
-            self.rewrite_at(&mut a["city"], "CITY");
-            self.rewrite_at(&mut a["district"], "CITY");
-            self.rewrite_at(&mut a["postalCode"], "ZIP_CODE");
-            self.rewrite_at(&mut a["text"], "STREET_ADDRESS");
-            if let Some(o) = a.as_object_mut() {
-                o.retain(|_, v| !v.is_null());
-                self.fields_except(o, &p, &["line", "city", "district", "postalCode", "text"]);
-            }
-        }
+    fn telecom(&mut self, t: &mut Map<String, Value>) {
+        let label = match t.get("system").and_then(Value::as_str) {
+            Some("email") => "EMAIL",
+            Some("fax") => "FAX",
+            Some("url") => "URL",
+            Some("phone" | "sms" | "pager") => "PHONE",
+            _ => "OTHER_IDENTIFIER",
+        };
+        self.rewrite_at(t.get_mut("value"), label);
+        self.fields(t, false, &["value"]);
     }
 
-    fn identifiers(&mut self, v: &mut Value, path: &str) {
-        let array = v.is_array();
-        for (i, id) in Self::each(v).into_iter().enumerate() {
-            let p = if array {
-                format!("{path}/{i}")
-            } else {
-                path.to_string()
-            };
-            let label = identifier_label(id);
-            self.rewrite_at(&mut id["value"], label);
-            if let Some(o) = id.as_object_mut() {
-                o.retain(|_, v| !v.is_null());
-                self.fields_except(o, &p, &["value"]);
+    fn address(&mut self, a: &mut Map<String, Value>) {
+        if let Some(lines) = a.get_mut("line").and_then(Value::as_array_mut) {
+            for l in lines {
+                self.rewrite_at(Some(l), "STREET_ADDRESS");
             }
         }
+        self.rewrite_at(a.get_mut("city"), "CITY");
+        self.rewrite_at(a.get_mut("district"), "CITY");
+        self.rewrite_at(a.get_mut("postalCode"), "ZIP_CODE");
+        self.rewrite_at(a.get_mut("text"), "STREET_ADDRESS");
+        self.fields(
+            a,
+            false,
+            &["line", "city", "district", "postalCode", "text"],
+        );
     }
 
-    /// The other fields of an element whose identifying fields were just rewritten.
-    fn fields_except(&mut self, m: &mut Map<String, Value>, path: &str, done: &[&str]) {
-        let mut rest: Map<String, Value> = Map::new();
-        let keys: Vec<String> = m
-            .keys()
-            .filter(|k| !done.contains(&k.as_str()))
-            .cloned()
-            .collect();
-        for k in keys {
-            if let Some(v) = m.remove(&k) {
-                rest.insert(k, v);
-            }
-        }
-        self.fields(&mut rest, path, false);
-        m.extend(rest);
+    fn identifier(&mut self, id: &mut Map<String, Value>) {
+        let label = identifier_label_of(id);
+        self.rewrite_at(id.get_mut("value"), label);
+        self.fields(id, false, &["value"]);
     }
 }

@@ -67,16 +67,47 @@ pub fn schema() -> SchemaRef {
     ]))
 }
 
+/// The analytics columns of one resource, taken from it once (where resources are
+/// de-identified, in parallel) and carried to the table beside its JSON.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Columns {
+    pub id: String,
+    pub resource_type: String,
+    pub date: Option<String>,
+    pub status: Option<String>,
+    pub code_system: Option<String>,
+    pub code: Option<String>,
+    pub code_display: Option<String>,
+    pub value_number: Option<f64>,
+    pub value_unit: Option<String>,
+}
+
+impl Columns {
+    pub fn of(resource: &Value) -> Self {
+        let coding = CODE_FIELDS
+            .iter()
+            .find_map(|f| resource.get(*f).and_then(|c| c.pointer("/coding/0")));
+        let code = |k: &str| coding.and_then(|c| string_at(c, k));
+        Self {
+            id: string_at(resource, "/id").unwrap_or_default(),
+            resource_type: string_at(resource, "/resourceType").unwrap_or_default(),
+            date: DATE_FIELDS.iter().find_map(|p| string_at(resource, p)),
+            status: string_at(resource, "/status"),
+            code_system: code("/system"),
+            code: code("/code"),
+            code_display: code("/display"),
+            value_number: resource
+                .pointer("/valueQuantity/value")
+                .and_then(Value::as_f64),
+            value_unit: string_at(resource, "/valueQuantity/unit"),
+        }
+    }
+}
+
 /// One row's values.
 struct Row {
-    id: String,
-    resource_type: String,
+    columns: Columns,
     patient: Option<String>,
-    date: Option<String>,
-    status: Option<String>,
-    code: [Option<String>; 3],
-    value_number: Option<f64>,
-    value_unit: Option<String>,
     text: Option<String>,
     resource: String,
 }
@@ -113,28 +144,20 @@ impl TableWriter {
         patient: Option<&str>,
         text: Option<&str>,
     ) -> Result<(), parquet::errors::ParquetError> {
-        let code = CODE_FIELDS
-            .iter()
-            .find_map(|f| resource.get(*f).and_then(|c| c.pointer("/coding/0")))
-            .map(|c| {
-                [
-                    string_at(c, "/system"),
-                    string_at(c, "/code"),
-                    string_at(c, "/display"),
-                ]
-            })
-            .unwrap_or_default();
+        self.push_columns(Columns::of(resource), json, patient, text)
+    }
+
+    /// [`TableWriter::push`] with the columns already taken.
+    pub fn push_columns(
+        &mut self,
+        columns: Columns,
+        json: &str,
+        patient: Option<&str>,
+        text: Option<&str>,
+    ) -> Result<(), parquet::errors::ParquetError> {
         self.rows.push(Row {
-            id: string_at(resource, "/id").unwrap_or_default(),
-            resource_type: string_at(resource, "/resourceType").unwrap_or_default(),
+            columns,
             patient: patient.map(String::from),
-            date: DATE_FIELDS.iter().find_map(|p| string_at(resource, p)),
-            status: string_at(resource, "/status"),
-            code,
-            value_number: resource
-                .pointer("/valueQuantity/value")
-                .and_then(Value::as_f64),
-            value_unit: string_at(resource, "/valueQuantity/unit"),
             text: text.map(String::from),
             resource: json.to_string(),
         });
@@ -153,20 +176,20 @@ impl TableWriter {
             Arc::new(rows.iter().map(f).collect::<StringArray>())
         };
         let columns: Vec<ArrayRef> = vec![
-            col(&|r| Some(r.id.as_str())),
-            col(&|r| Some(r.resource_type.as_str())),
+            col(&|r| Some(r.columns.id.as_str())),
+            col(&|r| Some(r.columns.resource_type.as_str())),
             col(&|r| r.patient.as_deref()),
-            col(&|r| r.date.as_deref()),
-            col(&|r| r.status.as_deref()),
-            col(&|r| r.code[0].as_deref()),
-            col(&|r| r.code[1].as_deref()),
-            col(&|r| r.code[2].as_deref()),
+            col(&|r| r.columns.date.as_deref()),
+            col(&|r| r.columns.status.as_deref()),
+            col(&|r| r.columns.code_system.as_deref()),
+            col(&|r| r.columns.code.as_deref()),
+            col(&|r| r.columns.code_display.as_deref()),
             Arc::new(
                 rows.iter()
-                    .map(|r| r.value_number)
+                    .map(|r| r.columns.value_number)
                     .collect::<Float64Array>(),
             ),
-            col(&|r| r.value_unit.as_deref()),
+            col(&|r| r.columns.value_unit.as_deref()),
             col(&|r| r.text.as_deref()),
             col(&|r| Some(r.resource.as_str())),
         ];

@@ -56,6 +56,8 @@ const INLINE: &[&str] = &[
 
 pub fn parse(div: &str) -> Result<Narrative, XhtmlError> {
     let mut pieces = Vec::new();
+    // Open elements: every one must be closed, in order, for the narrative to be well-formed.
+    let mut open: Vec<&str> = Vec::new();
     let mut rest = div;
     while !rest.is_empty() {
         if let Some(after) = rest.strip_prefix("<!--") {
@@ -65,13 +67,29 @@ pub fn parse(div: &str) -> Result<Narrative, XhtmlError> {
             return Err(XhtmlError::Unsafe("!".into()));
         } else if rest.starts_with('<') {
             let end = tag_end(rest).ok_or(XhtmlError::Malformed)?;
-            pieces.push(tag(&rest[1..end])?);
+            let body = &rest[1..end];
+            pieces.push(tag(body)?);
+            let name = body
+                .trim_start_matches('/')
+                .split(|c: char| c.is_whitespace() || c == '/')
+                .next()
+                .unwrap_or_default();
+            if body.starts_with('/') {
+                if open.pop() != Some(name) {
+                    return Err(XhtmlError::Malformed);
+                }
+            } else if !body.trim_end().ends_with('/') {
+                open.push(name);
+            }
             rest = &rest[end + 1..];
         } else {
             let end = rest.find('<').unwrap_or(rest.len());
             pieces.push(Piece::Text(decode(&rest[..end])));
             rest = &rest[end..];
         }
+    }
+    if !open.is_empty() {
+        return Err(XhtmlError::Malformed);
     }
     Ok(Narrative { pieces })
 }
@@ -295,5 +313,14 @@ mod tests {
             Err(XhtmlError::Malformed)
         );
         assert!(parse("<div a=b>x</div>").is_err());
+        assert_eq!(
+            parse("<div><p>x</div>").map(|_| ()),
+            Err(XhtmlError::Malformed)
+        );
+        assert_eq!(
+            parse("<div>x</div></p>").map(|_| ()),
+            Err(XhtmlError::Malformed)
+        );
+        assert!(parse("<div><br/><p>x</p></div>").is_ok());
     }
 }
