@@ -45,7 +45,7 @@ _OPTION_NAMES = (
 )
 
 
-def ort_library() -> Optional[str]:
+def _package_ort_library() -> Optional[str]:
     """``libonnxruntime.so`` of the installed ``onnxruntime`` package, found without importing
     it (its Python bindings are not needed), or None when no such package is installed."""
     spec = importlib.util.find_spec("onnxruntime")
@@ -58,6 +58,10 @@ def ort_library() -> Optional[str]:
         if versioned or found:
             return (versioned or found)[0]
     return None
+
+
+# Public name; the constructor's `ort_library` argument shadows it there.
+ort_library = _package_ort_library
 
 
 def _threads(threads: Optional[int]) -> Optional[int]:
@@ -123,7 +127,7 @@ class Deidentifier:
         if method is not None:
             opts["method"] = method
         if ort_library is None and not os.environ.get("SERVICE_ORT_LIBRARY"):
-            ort_library = globals()["ort_library"]()
+            ort_library = _package_ort_library()
             if ort_library is None:
                 raise RuntimeError(
                     "ONNX Runtime not found: pip install onnxruntime (or onnxruntime-gpu), "
