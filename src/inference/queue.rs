@@ -301,6 +301,8 @@ impl Drop for BatchQueue {
         for handle in workers {
             let _ = handle.join();
         }
+        // The workers dropped their sessions: give the weights' pages back now.
+        super::heap::release();
     }
 }
 
@@ -325,7 +327,9 @@ impl Worker {
     fn run(mut self) {
         while let Some(batch) = self.next_batch() {
             let n = batch.len();
+            super::heap::batch_started();
             self.run_batch(batch);
+            super::heap::batch_finished();
             self.depth.fetch_sub(n, Ordering::AcqRel);
             let mut p = self.shared.lock();
             match self.role {
