@@ -144,12 +144,6 @@ impl OrtRuntime {
             // Window lengths vary from batch to batch: a memory plan cached per input shape only
             // grows the arena over a long stream (seen as RSS creeping up with every new shape).
             .with_memory_pattern(false)
-            .map_err(|e| err(e.to_string()))?
-            // No CPU arena: an arena per session grows to that session's largest batch and
-            // never shrinks (measured: 71 MB of weights for three sessions, 220 MB freed on
-            // unload after a burst). Plain `malloc` memory is trimmed when the queues go quiet
-            // (`heap.rs`).
-            .with_execution_providers([ep::CPU::default().with_arena_allocator(false).build()])
             .map_err(|e| err(e.to_string()))?;
         if self.options.device == Device::Cuda {
             builder = builder
