@@ -1,11 +1,9 @@
 //! Gives freed heap memory back to the operating system once inference goes quiet.
 //!
-//! ONNX Runtime's working memory (activations sized by the batch) is allocated with `malloc` and
-//! freed at the end of every run (the CPU arena is off, see `runtime.rs`); glibc keeps freed
-//! chunks in its per-thread arenas, so without a trim the process stays at its peak after a
-//! burst (measured: 133 MB idle, 394 MB during a burst of mixed requests and still 394 MB 5 s
-//! later). A trim costs a few milliseconds, so it runs once, on its own thread, after the
-//! inference queues have been idle for [`QUIET`], never while a batch runs.
+//! The sessions' arenas are shrunk when a queue empties (`queue.rs`), which frees their regions
+//! with `free`; glibc keeps freed chunks in its per-thread heaps, so without a trim the process
+//! stays near its peak after a burst. A trim costs a few milliseconds, so it runs once, on its
+//! own thread, after every queue has been idle for [`QUIET`], never while a batch runs.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
