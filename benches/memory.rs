@@ -180,7 +180,11 @@ async fn run() {
         .expect("json");
     let counted: u64 = loaded["models"]
         .as_array()
-        .map(|ms| ms.iter().filter_map(|m| m["footprint_bytes"].as_u64()).sum())
+        .map(|ms| {
+            ms.iter()
+                .filter_map(|m| m["footprint_bytes"].as_u64())
+                .sum()
+        })
         .unwrap_or(0);
     let before_unload = rss(pid);
     post(
@@ -198,8 +202,14 @@ async fn run() {
     );
     println!("| measure | MB |");
     println!("|---|---|");
-    println!("| idle RSS after readiness (target ≤ 150) | {:.1} |", mb(idle));
-    println!("| peak RSS during the burst | {:.1} |", mb(peak.load(Ordering::Relaxed)));
+    println!(
+        "| idle RSS after readiness (target ≤ 150) | {:.1} |",
+        mb(idle)
+    );
+    println!(
+        "| peak RSS during the burst | {:.1} |",
+        mb(peak.load(Ordering::Relaxed))
+    );
     println!("| RSS as the burst ends | {:.1} |", mb(end));
     println!(
         "| RSS 5 s after the burst (target ≤ {:.1}, idle + 20%) | {:.1} ({:+.0}% of idle) |",
