@@ -1,6 +1,7 @@
 //! Inference: ONNX Runtime sessions, the model registry (loading, keep-alive, LRU under a memory
 //! budget) and one batching queue per loaded model. Knows nothing of HTTP or policy.
 
+mod heap;
 mod keep_alive;
 mod model;
 mod queue;
