@@ -98,11 +98,24 @@ impl OrtRuntime {
         self.options.device
     }
 
-    /// A session with ONNX Runtime's own defaults (spinning threads included): the plain-loop
-    /// baseline the load bench compares the service against.
+    /// A session with ONNX Runtime's own defaults (spinning threads included) on the configured
+    /// device: the plain-loop baseline the load and GPU benches compare the service against.
     pub fn default_session(&self, onnx: &Path) -> Result<Session, InferenceError> {
-        Session::builder(environment()?)
-            .map_err(|e| InferenceError::Runtime(e.to_string()))?
+        let mut builder =
+            Session::builder(environment()?).map_err(|e| InferenceError::Runtime(e.to_string()))?;
+        if self.options.device == Device::Cuda {
+            builder = builder
+                .with_execution_providers([ep::CUDA::default()
+                    .with_device_id(self.options.cuda_device_id)
+                    .build()
+                    .error_on_failure()])
+                .map_err(|e| {
+                    InferenceError::Runtime(format!(
+                        "CUDA execution provider could not be registered: {e}"
+                    ))
+                })?;
+        }
+        builder
             .commit_from_file(onnx)
             .map_err(|e| InferenceError::Runtime(format!("cannot create session: {e}")))
     }
