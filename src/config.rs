@@ -1,6 +1,7 @@
 //! Service settings: environment variables prefixed `SERVICE_`, overridable by CLI flags.
 
 use std::path::PathBuf;
+use std::str::FromStr;
 
 use clap::{Args, ValueEnum};
 
@@ -11,6 +12,52 @@ pub enum Device {
     Cpu,
     Cuda,
 }
+
+/// `SERVICE_DEVICE` as given: `cpu`, `cuda` or `cuda:N` (device id N).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct DeviceSetting {
+    pub device: Device,
+    /// The id in `cuda:N`; `None` for `cuda` alone (then `SERVICE_CUDA_DEVICE_ID`, default 0).
+    pub id: Option<i32>,
+}
+
+impl FromStr for DeviceSetting {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wrong =
+            || format!("`{s}` is not a device: use cpu, cuda or cuda:N (N a device id ≥ 0)");
+        match s.trim().to_ascii_lowercase().as_str() {
+            "cpu" => Ok(Self::default()),
+            "cuda" => Ok(Self {
+                device: Device::Cuda,
+                id: None,
+            }),
+            other => {
+                let id = other.strip_prefix("cuda:").ok_or_else(wrong)?;
+                let id: i32 = id.parse().map_err(|_| wrong())?;
+                if id < 0 {
+                    return Err(wrong());
+                }
+                Ok(Self {
+                    device: Device::Cuda,
+                    id: Some(id),
+                })
+            }
+        }
+    }
+}
+
+/// The GPU batching profile, used on CUDA for the batch settings left unset. Provisional:
+/// chosen from the model's shape (a 512-token window × 128 rows per batch), not yet measured on
+/// a GPU. On a GPU, throughput comes from wide batches, and padding costs far less than on CPU.
+pub const GPU_BATCH_TOKEN_BUDGET: usize = 65_536;
+/// See [`GPU_BATCH_TOKEN_BUDGET`].
+pub const GPU_BATCH_MAX_PADDING: f64 = 0.5;
+/// CPU batching defaults (measured on 2 cores: padding mixed lengths costs more than it gains).
+pub const CPU_BATCH_TOKEN_BUDGET: usize = 4096;
+/// See [`CPU_BATCH_TOKEN_BUDGET`].
+pub const CPU_BATCH_MAX_PADDING: f64 = 0.05;
 
 /// Every setting of `phiflow serve`. `Debug` redacts the secrets (see the impl below).
 #[derive(Args, Clone)]
@@ -33,12 +80,21 @@ pub struct Settings {
     /// Path to `libonnxruntime.so`; default: the one fetched into `.assets/` by scripts/fetch-assets.
     #[arg(long, env = "SERVICE_ORT_LIBRARY")]
     pub ort_library: Option<PathBuf>,
-    /// Execution provider.
-    #[arg(long, env = "SERVICE_DEVICE", value_enum, default_value_t = Device::Cpu)]
-    pub device: Device,
-    /// CUDA device index when `--device cuda`.
-    #[arg(long, env = "SERVICE_CUDA_DEVICE_ID", default_value_t = 0)]
-    pub cuda_device_id: i32,
+    /// Execution provider: `cpu`, `cuda` or `cuda:N` (CUDA device N). CUDA never falls back to
+    /// CPU: a missing provider, library, driver or device stops the service at start-up.
+    #[arg(long, env = "SERVICE_DEVICE", default_value = "cpu")]
+    pub device: DeviceSetting,
+    /// CUDA device index when `--device cuda` (default 0; `cuda:N` sets it too).
+    #[arg(long, env = "SERVICE_CUDA_DEVICE_ID")]
+    pub cuda_device_id: Option<i32>,
+    /// Folder of the CUDA 13 libraries the CUDA provider needs (cudart, cuBLAS, cuBLASLt,
+    /// cuRAND), loaded at start-up; `system` searches the dynamic loader's path instead.
+    #[arg(long, env = "SERVICE_CUDA_LIB_DIR", default_value = DEFAULT_CUDA_LIB_DIR)]
+    pub cuda_lib_dir: PathBuf,
+    /// Most GPU memory the CUDA provider's arena may take per session, in bytes (the arena
+    /// grows by what is asked, never by powers of two).
+    #[arg(long, env = "SERVICE_CUDA_MEMORY_LIMIT_BYTES", default_value_t = 16 * 1024 * 1024 * 1024)]
+    pub cuda_memory_limit_bytes: u64,
     /// ONNX Runtime intra-op threads of each model's wide session (0: one per core).
     #[arg(long, env = "SERVICE_ORT_THREADS", default_value_t = 0)]
     pub ort_threads: usize,
@@ -73,13 +129,14 @@ pub struct Settings {
     /// Memory budget for resident models in bytes (estimated footprint; LRU eviction beyond).
     #[arg(long, env = "SERVICE_MODEL_MEMORY_BUDGET_BYTES", default_value_t = 4 * 1024 * 1024 * 1024)]
     pub model_memory_budget_bytes: u64,
-    /// Padded tokens per inference batch (sequence length × batch size).
-    #[arg(long, env = "SERVICE_BATCH_TOKEN_BUDGET", default_value_t = 4096)]
-    pub batch_token_budget: usize,
-    /// Largest padding a batch may add, as a fraction of its real tokens. Padding mixed lengths
-    /// costs CPU time that batching does not win back; on a GPU raise it (e.g. 0.5).
-    #[arg(long, env = "SERVICE_BATCH_MAX_PADDING", default_value_t = 0.05)]
-    pub batch_max_padding: f64,
+    /// Padded tokens per inference batch (sequence length × batch size). Default 4096 on CPU,
+    /// 65536 on CUDA (the GPU profile).
+    #[arg(long, env = "SERVICE_BATCH_TOKEN_BUDGET")]
+    pub batch_token_budget: Option<usize>,
+    /// Largest padding a batch may add, as a fraction of its real tokens. Default 0.05 on CPU
+    /// (padding mixed lengths costs CPU time that batching does not win back), 0.5 on CUDA.
+    #[arg(long, env = "SERVICE_BATCH_MAX_PADDING")]
+    pub batch_max_padding: Option<f64>,
     /// Most windows waiting in one model's queue; beyond, requests get 503 with Retry-After.
     #[arg(long, env = "SERVICE_QUEUE_CAPACITY", default_value_t = 4096)]
     pub queue_capacity: usize,
@@ -207,6 +264,8 @@ impl std::fmt::Debug for Settings {
             .field("ort_library", &self.ort_library)
             .field("device", &self.device)
             .field("cuda_device_id", &self.cuda_device_id)
+            .field("cuda_lib_dir", &self.cuda_lib_dir)
+            .field("cuda_memory_limit_bytes", &self.cuda_memory_limit_bytes)
             .field("ort_threads", &self.ort_threads)
             .field("infer_workers", &self.infer_workers)
             .field("pii_model", &self.pii_model)
@@ -445,6 +504,34 @@ impl Settings {
             .unwrap_or_else(|| PathBuf::from(DEFAULT_ORT_LIBRARY))
     }
 
+    /// The device and CUDA device id: `cuda:N` or `SERVICE_CUDA_DEVICE_ID` (both given must agree).
+    pub fn inference_device(&self) -> Result<(Device, i32), String> {
+        let DeviceSetting { device, id } = self.device;
+        match (id, self.cuda_device_id) {
+            (Some(a), Some(b)) if a != b => Err(format!(
+                "SERVICE_DEVICE=cuda:{a} and SERVICE_CUDA_DEVICE_ID={b} disagree: set one"
+            )),
+            (_, Some(b)) if b < 0 => Err(format!("SERVICE_CUDA_DEVICE_ID={b} is not a device id")),
+            (a, b) => Ok((device, a.or(b).unwrap_or(0))),
+        }
+    }
+
+    /// Padded tokens per batch: the setting, else the CPU default or the GPU profile's.
+    pub fn batch_token_budget(&self) -> usize {
+        self.batch_token_budget.unwrap_or(match self.device.device {
+            Device::Cpu => CPU_BATCH_TOKEN_BUDGET,
+            Device::Cuda => GPU_BATCH_TOKEN_BUDGET,
+        })
+    }
+
+    /// Padding allowance per batch: the setting, else the CPU default or the GPU profile's.
+    pub fn batch_max_padding(&self) -> f64 {
+        self.batch_max_padding.unwrap_or(match self.device.device {
+            Device::Cpu => CPU_BATCH_MAX_PADDING,
+            Device::Cuda => GPU_BATCH_MAX_PADDING,
+        })
+    }
+
     /// Models loaded at start-up: the setting, else the default PII model.
     pub fn preload(&self) -> Vec<String> {
         match &self.preload_models {
@@ -460,6 +547,12 @@ impl Settings {
 
 /// Where scripts/fetch-assets puts the library.
 pub const DEFAULT_ORT_LIBRARY: &str = ".assets/onnxruntime-1.31.1/libonnxruntime.so";
+
+/// Where `scripts/fetch-assets --gpu` puts the CUDA build of the same ONNX Runtime.
+pub const DEFAULT_GPU_ORT_LIBRARY: &str = ".assets/onnxruntime-gpu-1.31.1/libonnxruntime.so";
+
+/// Where `scripts/fetch-assets --gpu` puts the CUDA libraries.
+pub const DEFAULT_CUDA_LIB_DIR: &str = ".assets/cuda/lib";
 
 #[cfg(test)]
 mod tests {
@@ -486,5 +579,60 @@ mod tests {
             assert!(!shown.contains(secret), "{secret} leaked");
         }
         assert!(shown.contains("<redacted>") && shown.contains("max_connections"));
+    }
+
+    #[test]
+    fn device_syntax() {
+        let d = |s: &str| s.parse::<DeviceSetting>();
+        assert_eq!(d("cpu"), Ok(DeviceSetting::default()));
+        assert_eq!(
+            d("CUDA"),
+            Ok(DeviceSetting {
+                device: Device::Cuda,
+                id: None
+            })
+        );
+        assert_eq!(
+            d("cuda:1"),
+            Ok(DeviceSetting {
+                device: Device::Cuda,
+                id: Some(1)
+            })
+        );
+        for bad in ["gpu", "cuda:", "cuda:-1", "cuda:x", "cpu:0", ""] {
+            let err = d(bad).expect_err(bad);
+            assert!(err.contains("cpu, cuda or cuda:N"), "{err}");
+        }
+    }
+
+    #[test]
+    fn device_id_from_either_setting() {
+        let mut s = Settings::from_env();
+        s.device = "cuda:2".parse().unwrap();
+        assert_eq!(s.inference_device(), Ok((Device::Cuda, 2)));
+        s.cuda_device_id = Some(2);
+        assert_eq!(s.inference_device(), Ok((Device::Cuda, 2)));
+        s.cuda_device_id = Some(3);
+        assert!(s.inference_device().unwrap_err().contains("disagree"));
+        s.device = "cuda".parse().unwrap();
+        assert_eq!(s.inference_device(), Ok((Device::Cuda, 3)));
+        s.cuda_device_id = None;
+        assert_eq!(s.inference_device(), Ok((Device::Cuda, 0)));
+    }
+
+    #[test]
+    fn gpu_profile_fills_only_unset_batch_settings() {
+        let mut s = Settings::from_env();
+        s.batch_token_budget = None;
+        s.batch_max_padding = None;
+        assert_eq!(s.batch_token_budget(), CPU_BATCH_TOKEN_BUDGET);
+        assert_eq!(s.batch_max_padding(), CPU_BATCH_MAX_PADDING);
+        s.device = "cuda:0".parse().unwrap();
+        assert_eq!(s.batch_token_budget(), GPU_BATCH_TOKEN_BUDGET);
+        assert_eq!(s.batch_max_padding(), GPU_BATCH_MAX_PADDING);
+        s.batch_token_budget = Some(8192);
+        s.batch_max_padding = Some(0.1);
+        assert_eq!(s.batch_token_budget(), 8192);
+        assert_eq!(s.batch_max_padding(), 0.1);
     }
 }

@@ -346,6 +346,8 @@ fn cuda_without_its_provider_is_a_clear_error() {
         phiflow::inference::SessionOptions {
             device: phiflow::config::Device::Cuda,
             cuda_device_id: 0,
+            cuda_lib_dir: phiflow::config::DEFAULT_CUDA_LIB_DIR.into(),
+            cuda_memory_limit: 1 << 30,
             threads: 1,
             workers: 1,
         },

@@ -167,11 +167,14 @@ impl Deidentifier {
     pub fn build(settings: Settings) -> Result<Self, BuildError> {
         let default_keep_alive = KeepAlive::parse(&settings.keep_alive)
             .map_err(|why| BuildError::Settings(format!("SERVICE_KEEP_ALIVE: {why}")))?;
+        let (device, cuda_device_id) = settings.inference_device().map_err(BuildError::Settings)?;
         let runtime = OrtRuntime::init(
             &settings.ort_library_path(),
             SessionOptions {
-                device: settings.device,
-                cuda_device_id: settings.cuda_device_id,
+                device,
+                cuda_device_id,
+                cuda_lib_dir: settings.cuda_lib_dir.clone(),
+                cuda_memory_limit: settings.cuda_memory_limit_bytes,
                 threads: settings.ort_threads,
                 workers: settings.infer_workers,
             },
@@ -185,8 +188,8 @@ impl Deidentifier {
                 default_keep_alive,
                 max_resident: settings.max_resident_models,
                 memory_budget: settings.model_memory_budget_bytes,
-                batch_token_budget: settings.batch_token_budget,
-                batch_max_padding: settings.batch_max_padding,
+                batch_token_budget: settings.batch_token_budget(),
+                batch_max_padding: settings.batch_max_padding(),
                 queue_capacity: settings.queue_capacity,
             },
         );

@@ -1,6 +1,7 @@
 //! Inference: ONNX Runtime sessions, the model registry (loading, keep-alive, LRU under a memory
 //! budget) and one batching queue per loaded model. Knows nothing of HTTP or policy.
 
+mod cuda;
 mod heap;
 mod keep_alive;
 mod model;
@@ -8,6 +9,7 @@ mod queue;
 mod registry;
 mod runtime;
 
+pub use cuda::{CUDA_LIBRARIES, CudaError, CudaLibDir, DRIVER_LIBRARY};
 pub use keep_alive::KeepAlive;
 pub use model::{LabelSet, ModelFiles, ModelInfo, TokenizerHandle, find_onnx_file};
 pub use queue::{BatchQueue, GraphInputs, QueueStats, ScoredWindow, WindowInput};
@@ -31,6 +33,8 @@ pub enum InferenceError {
     InvalidModel(String),
     #[error("ONNX Runtime error: {0}")]
     Runtime(String),
+    #[error(transparent)]
+    Cuda(#[from] CudaError),
     #[error("inference queue is full")]
     QueueFull { retry_after_secs: u64 },
     #[error("model was unloaded while the request was waiting")]

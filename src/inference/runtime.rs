@@ -1,7 +1,7 @@
 //! ONNX Runtime: loaded once from an explicit library path, sessions built on the configured
 //! execution provider. CUDA that cannot be registered is an error, never a silent CPU fallback.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use ort::ep::{self, ExecutionProvider};
@@ -9,6 +9,7 @@ use ort::session::Session;
 use ort::session::builder::GraphOptimizationLevel;
 
 use super::InferenceError;
+use super::cuda::{self, CudaLibDir};
 use crate::config::Device;
 
 /// The process-wide environment; sessions refer to it, so it lives as long as the process.
@@ -29,6 +30,10 @@ fn environment() -> Result<&'static ort::environment::Environment, InferenceErro
 pub struct SessionOptions {
     pub device: Device,
     pub cuda_device_id: i32,
+    /// Where the CUDA libraries are (`SERVICE_CUDA_LIB_DIR`; `system`: the loader's path).
+    pub cuda_lib_dir: PathBuf,
+    /// Most bytes the CUDA provider's memory arena may take per session.
+    pub cuda_memory_limit: u64,
     /// Intra-op threads of the wide session (0: one per core).
     pub threads: usize,
     /// Single-threaded worker sessions per loaded model beside the wide one (0: one per core on
@@ -75,12 +80,16 @@ impl OrtRuntime {
                 InferenceError::Runtime(format!("cannot query execution providers: {e}"))
             })?;
             if !available {
-                return Err(InferenceError::Runtime(
-                    "SERVICE_DEVICE=cuda but this ONNX Runtime build has no CUDA execution provider \
-                     (install the onnxruntime-gpu library and point SERVICE_ORT_LIBRARY at it)"
-                        .into(),
-                ));
+                return Err(InferenceError::Runtime(format!(
+                    "SERVICE_DEVICE=cuda but this ONNX Runtime build has no CUDA execution \
+                         provider (run scripts/fetch-assets --gpu and set SERVICE_ORT_LIBRARY={})",
+                    crate::config::DEFAULT_GPU_ORT_LIBRARY
+                )));
             }
+            cuda::load(
+                &CudaLibDir::from_setting(&options.cuda_lib_dir),
+                options.cuda_device_id,
+            )?;
         }
         Ok(Self { options })
     }
@@ -89,11 +98,24 @@ impl OrtRuntime {
         self.options.device
     }
 
-    /// A session with ONNX Runtime's own defaults (spinning threads included): the plain-loop
-    /// baseline the load bench compares the service against.
+    /// A session with ONNX Runtime's own defaults (spinning threads included) on the configured
+    /// device: the plain-loop baseline the load and GPU benches compare the service against.
     pub fn default_session(&self, onnx: &Path) -> Result<Session, InferenceError> {
-        Session::builder(environment()?)
-            .map_err(|e| InferenceError::Runtime(e.to_string()))?
+        let mut builder =
+            Session::builder(environment()?).map_err(|e| InferenceError::Runtime(e.to_string()))?;
+        if self.options.device == Device::Cuda {
+            builder = builder
+                .with_execution_providers([ep::CUDA::default()
+                    .with_device_id(self.options.cuda_device_id)
+                    .build()
+                    .error_on_failure()])
+                .map_err(|e| {
+                    InferenceError::Runtime(format!(
+                        "CUDA execution provider could not be registered: {e}"
+                    ))
+                })?;
+        }
+        builder
             .commit_from_file(onnx)
             .map_err(|e| InferenceError::Runtime(format!("cannot create session: {e}")))
     }
@@ -146,9 +168,14 @@ impl OrtRuntime {
             .with_memory_pattern(false)
             .map_err(|e| err(e.to_string()))?;
         if self.options.device == Device::Cuda {
+            // Device memory is bounded: the arena stops at the limit (a batch that needs more
+            // fails with an error) and grows by what is asked, not by doubling.
+            let limit = usize::try_from(self.options.cuda_memory_limit).unwrap_or(usize::MAX);
             builder = builder
                 .with_execution_providers([ep::CUDA::default()
                     .with_device_id(self.options.cuda_device_id)
+                    .with_memory_limit(limit)
+                    .with_arena_extend_strategy(ep::ArenaExtendStrategy::SameAsRequested)
                     .build()
                     .error_on_failure()])
                 .map_err(|e| {
