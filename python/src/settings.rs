@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::{CommandFactory, FromArgMatches};
-use phiflow::config::{Device, Settings};
+use phiflow::config::{DeviceSetting, Settings};
 
 /// Settings the Python constructor may override; `None` keeps the environment's value.
 #[derive(Default)]
@@ -69,14 +69,13 @@ pub fn resolve(o: Overrides) -> Result<Settings, SettingsError> {
         s.infer_workers = t;
     }
     if let Some(d) = o.device {
-        s.device = match d.as_str() {
-            "cpu" => Device::Cpu,
-            "cuda" => Device::Cuda,
-            _ => return Err(SettingsError::Device(d)),
-        };
+        // `cpu`, `cuda` or `cuda:N`, as `SERVICE_DEVICE` takes them.
+        s.device = d
+            .parse::<DeviceSetting>()
+            .map_err(|_| SettingsError::Device(d))?;
     }
     if let Some(v) = o.cuda_device_id {
-        s.cuda_device_id = v;
+        s.cuda_device_id = Some(v);
     }
     if let Some(v) = o.secret_key {
         s.deid_secret_key = Some(v);
