@@ -45,7 +45,10 @@ pub struct Core {
 struct TempPipelines(PathBuf);
 
 impl TempPipelines {
-    fn write() -> std::io::Result<Self> {
+    /// Writes the definitions to `<tmp>/pipelines`, with `<tmp>/.assets` pointing at `assets`:
+    /// the recognizers find their gazetteers (`.assets/gazetteers/…`) beside the pipelines, as
+    /// they do in a checkout.
+    fn write(assets: Option<&Path>) -> std::io::Result<Self> {
         static SEQ: AtomicUsize = AtomicUsize::new(0);
         let dir = std::env::temp_dir().join(format!(
             "phiflow-pipelines-{}-{}",
@@ -54,17 +57,21 @@ impl TempPipelines {
         ));
         let this = Self(dir);
         for (rel, text) in crate::pipelines::FILES {
-            let path = this.0.join(rel);
+            let path = this.path().join(rel);
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent)?;
             }
             std::fs::write(path, text)?;
         }
+        #[cfg(unix)]
+        if let Some(assets) = assets.filter(|a| a.is_dir()) {
+            std::os::unix::fs::symlink(assets, this.0.join(".assets"))?;
+        }
         Ok(this)
     }
 
-    fn path(&self) -> &Path {
-        &self.0
+    fn path(&self) -> PathBuf {
+        self.0.join("pipelines")
     }
 }
 
@@ -76,21 +83,26 @@ impl Drop for TempPipelines {
 
 impl Core {
     /// Builds the engine, prepares the options and loads the model (counted).
-    pub fn build(mut o: Overrides, options_json: &str) -> Result<Self, EngineError> {
+    pub fn build(o: Overrides, options_json: &str) -> Result<Self, EngineError> {
         let options: DeidOptions =
             serde_json::from_str(options_json).map_err(|e| EngineError::Options(e.to_string()))?;
-        let embedded = if settings::pipelines_chosen(&o) {
-            None
-        } else {
-            let t = TempPipelines::write().map_err(EngineError::Pipelines)?;
-            o.pipelines_dir = Some(t.path().to_path_buf());
-            Some(t)
-        };
+        let chosen = settings::pipelines_chosen(&o);
         let workers = o
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
             .clamp(1, 4);
-        let settings = settings::resolve(o)?;
+        let mut settings = settings::resolve(o)?;
+        let embedded = if chosen {
+            None
+        } else {
+            // The models folder's parent is the assets folder (`.assets/models`).
+            let assets = std::path::absolute(&settings.models_dir)
+                .ok()
+                .and_then(|m| m.parent().map(Path::to_path_buf));
+            let t = TempPipelines::write(assets.as_deref()).map_err(EngineError::Pipelines)?;
+            settings.pipelines_dir = t.path();
+            Some(t)
+        };
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
             .thread_name("phiflow")
