@@ -22,15 +22,11 @@ use serde_json::{Value, json};
 
 #[path = "corpus.rs"]
 mod corpus;
+#[path = "support/helpers.rs"]
+mod helpers;
+use helpers::env_usize;
 
 const SECRET: &str = "batch-bench-secret";
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn main() {
     let rows = env_usize("PHIFLOW_BENCH_ROWS", 1000);

@@ -23,12 +23,9 @@ use phiflow::fhir::export::{self, Exporter, Progress};
 use phiflow::fhir::population::{self, Spec};
 use serde_json::{Value, json};
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+#[path = "support/helpers.rs"]
+mod helpers;
+use helpers::env_usize;
 
 fn main() {
     let structured = env_usize("PHIFLOW_BENCH_RESOURCES", 20_000);

@@ -17,6 +17,9 @@ use serde_json::{Value, json};
 
 #[path = "corpus.rs"]
 mod corpus;
+#[path = "support/helpers.rs"]
+mod helpers;
+use helpers::{env_usize, rss};
 
 struct Server {
     child: Child,
@@ -28,26 +31,6 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn env_or(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// Resident memory of a process in bytes.
-fn rss(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
 }
 
 fn mb(bytes: u64) -> f64 {
@@ -117,8 +100,8 @@ fn main() {
 }
 
 async fn run() {
-    let concurrency = env_or("PHIFLOW_MEMORY_BENCH_CONCURRENCY", 8).max(1);
-    let requests = env_or("PHIFLOW_MEMORY_BENCH_REQUESTS", 48).max(1);
+    let concurrency = env_usize("PHIFLOW_MEMORY_BENCH_CONCURRENCY", 8).max(1);
+    let requests = env_usize("PHIFLOW_MEMORY_BENCH_REQUESTS", 48).max(1);
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(600))
         .build()

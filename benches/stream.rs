@@ -19,6 +19,9 @@ use serde_json::{Value, json};
 
 #[path = "corpus.rs"]
 mod corpus;
+#[path = "support/helpers.rs"]
+mod helpers;
+use helpers::rss;
 
 struct Server {
     child: Child,
@@ -77,19 +80,6 @@ fn ureq_status(url: &str) -> Option<u16> {
     let mut buf = String::new();
     s.read_to_string(&mut buf).ok()?;
     buf.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// Resident memory of a process in bytes.
-fn rss(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
 }
 
 /// A note of about `bytes` bytes: the bench corpus repeated, with line breaks between notes.

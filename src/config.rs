@@ -483,6 +483,29 @@ impl TlsArgs {
 }
 
 impl Settings {
+    /// The job store's database (`SERVICE_JOBS_DB`, default `<data_dir>/jobs.sqlite`); jobs
+    /// and FHIR ingestions share it.
+    pub fn jobs_db_path(&self) -> PathBuf {
+        self.jobs_db
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("jobs.sqlite"))
+    }
+
+    /// `SERVICE_JOBS_SEAL_KEY` decoded (32 bytes in base64); `None` when unset (the store then
+    /// keeps a key file beside itself).
+    pub fn jobs_seal_key_bytes(&self) -> Result<Option<Vec<u8>>, String> {
+        use base64::Engine;
+        let Some(k) = &self.jobs_seal_key else {
+            return Ok(None);
+        };
+        base64::engine::general_purpose::STANDARD
+            .decode(k.trim())
+            .ok()
+            .filter(|k| k.len() == 32)
+            .map(Some)
+            .ok_or_else(|| "SERVICE_JOBS_SEAL_KEY must be 32 bytes in base64".into())
+    }
+
     /// Settings from the environment only (tests and benches), with defaults for the rest.
     pub fn from_env() -> Self {
         use clap::{CommandFactory, FromArgMatches};

@@ -106,29 +106,16 @@ fn open_jobs(
     settings: &Arc<Settings>,
     deid: &Arc<Deidentifier>,
 ) -> Result<Arc<crate::jobs::Jobs>, StartError> {
-    use base64::Engine;
-    let seal_key = match &settings.jobs_seal_key {
-        Some(k) => Some(
-            base64::engine::general_purpose::STANDARD
-                .decode(k.trim())
-                .ok()
-                .filter(|k| k.len() == 32)
-                .ok_or_else(|| {
-                    StartError::Settings("SERVICE_JOBS_SEAL_KEY must be 32 bytes in base64".into())
-                })?,
-        ),
-        None => None,
-    };
+    let seal_key = settings
+        .jobs_seal_key_bytes()
+        .map_err(StartError::Settings)?;
     if !settings.webhook_timeout_seconds.is_finite() || settings.webhook_timeout_seconds <= 0.0 {
         return Err(StartError::Settings(
             "SERVICE_WEBHOOK_TIMEOUT_SECONDS must be a positive number".into(),
         ));
     }
     let job_settings = crate::jobs::JobSettings {
-        db_path: settings
-            .jobs_db
-            .clone()
-            .unwrap_or_else(|| settings.data_dir.join("jobs.sqlite")),
+        db_path: settings.jobs_db_path(),
         workers: settings.jobs_workers.max(1),
         doc_concurrency: settings.jobs_doc_concurrency.max(1),
         ttl: std::time::Duration::from_secs(settings.jobs_ttl_seconds),

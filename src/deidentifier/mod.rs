@@ -221,10 +221,11 @@ impl Deidentifier {
     /// Whether a stable key is configured (`SERVICE_DEID_SECRET_KEY`): without one, surrogates,
     /// hashes and date shifts differ from one run to the next.
     pub fn has_secret_key(&self) -> bool {
-        self.secret().is_some()
+        self.secret_key().is_some()
     }
 
-    fn secret(&self) -> Option<&[u8]> {
+    /// The configured key (`SERVICE_DEID_SECRET_KEY`), when set and not empty.
+    pub fn secret_key(&self) -> Option<&[u8]> {
         self.settings
             .deid_secret_key
             .as_deref()
@@ -235,7 +236,7 @@ impl Deidentifier {
     /// The date shift of a subject: a keyed HMAC of its id, the same on every run and machine.
     /// None without a configured key.
     pub fn subject_shift_days(&self, subject: &str) -> Option<i64> {
-        self.secret()
+        self.secret_key()
             .map(|s| operators::Key::from_secret(s).subject_shift_days(subject))
     }
 
@@ -255,7 +256,7 @@ impl Deidentifier {
                 lang: lang.clone(),
             },
             &self.policies,
-            self.secret(),
+            self.secret_key(),
         )
         .map_err(|e| match e {
             ResolveError::Conflicts(c) => DeidError::Invalid(c),

@@ -8,9 +8,8 @@ use tokio::task::JoinSet;
 use super::{Note, Predicted, Report, evaluate};
 use crate::api::AppState;
 use crate::deid::operators::Applied;
-use crate::deid::options::{self, DeidRequest, ResolveError};
 use crate::deid::policy::Method;
-use crate::stages::{CharIndex, RunOptions};
+use crate::deidentifier::{DeidError, DeidOptions, Subject};
 
 /// What to evaluate.
 #[derive(Clone, Debug)]
@@ -44,53 +43,38 @@ pub async fn predict(
     notes: &[Note],
     o: &EvalOptions,
 ) -> Result<Vec<(Vec<Predicted>, String)>, String> {
-    let resolved = options::resolve(
-        &DeidRequest {
+    let deid = state.deid.clone();
+    let prepared = deid
+        .prepare(&DeidOptions {
             method: Some(o.method),
             policy: o.policy.clone(),
-            use_safety_sweep: true,
-            confidence_threshold: o.confidence_threshold,
-            lang: "en".into(),
-            ..Default::default()
-        },
-        &state.policies,
-        state.settings.deid_secret_key.as_deref().map(str::as_bytes),
-    )
-    .map_err(|e| match e {
-        ResolveError::Conflicts(c) => c
-            .iter()
-            .map(|c| format!("{}: {}", c.field, c.message))
-            .collect::<Vec<_>>()
-            .join("; "),
-        ResolveError::Entropy(e) => e,
-    })?;
-    let plan = Arc::new(resolved.plan);
-    let opts = Arc::new(RunOptions::pii(
-        "en",
-        None,
-        resolved.confidence_threshold,
-        true,
-        resolved.safety_sweep,
-    ));
-    let pipeline = state
-        .pipelines
-        .get("pii_deidentify")
-        .ok_or("pii_deidentify pipeline missing")?;
-    let model = state
-        .registry
-        .acquire(&state.settings.pii_model, None)
-        .await
-        .map_err(|e| e.to_string())?;
+            confidence_threshold: Some(f64::from(o.confidence_threshold)),
+            lang: Some("en".into()),
+            ..DeidOptions::default()
+        })
+        .map_err(|e| match e {
+            DeidError::Invalid(c) => c
+                .iter()
+                .map(|c| format!("{}: {}", c.field, c.message))
+                .collect::<Vec<_>>()
+                .join("; "),
+            other => other.to_string(),
+        })?;
+    let prepared = Arc::new(prepared);
+    let model = Arc::new(
+        deid.model(&prepared, None)
+            .await
+            .map_err(|e| e.to_string())?,
+    );
     let mut outputs: Vec<Option<(Vec<Predicted>, String)>> = vec![None; notes.len()];
     let mut tasks = JoinSet::new();
     let mut next = 0;
     while next < notes.len() || !tasks.is_empty() {
         while next < notes.len() && tasks.len() < o.concurrency.max(1) {
-            let (p, m, op, pl) = (pipeline.clone(), model.arc(), opts.clone(), plan.clone());
+            let (d, p, m) = (deid.clone(), prepared.clone(), model.clone());
             let text: Arc<str> = Arc::from(notes[next].text.as_str());
             let i = next;
-            tasks
-                .spawn(async move { (i, crate::streaming::deidentify(p, m, op, text, &pl).await) });
+            tasks.spawn(async move { (i, d.run(&p, &m, text, Subject::default()).await) });
             next += 1;
         }
         let Some(joined) = tasks.join_next().await else {
@@ -98,24 +82,18 @@ pub async fn predict(
         };
         let (i, done) = joined.map_err(|e| e.to_string())?;
         let done = done.map_err(|e| e.to_string())?;
-        let index = CharIndex::new(&done.spans.original);
         let predicted = done
-            .spans
-            .spans
+            .entities
             .iter()
-            .zip(&done.outcome.redactions)
-            .map(|(s, r)| {
-                let canon = crate::deid::canonical_label(&s.label);
-                Predicted {
-                    start: index.char_offset(s.start),
-                    end: index.char_offset(s.end),
-                    label: canon.name.to_string(),
-                    class: canon.hipaa_class.to_string(),
-                    redacted: r.action != Applied::Keep,
-                }
+            .map(|e| Predicted {
+                start: e.start,
+                end: e.end,
+                label: e.canonical_label.to_string(),
+                class: e.hipaa_class.to_string(),
+                redacted: e.action != Applied::Keep,
             })
             .collect();
-        outputs[i] = Some((predicted, done.outcome.text));
+        outputs[i] = Some((predicted, done.text));
     }
     drop(model);
     Ok(outputs.into_iter().map(Option::unwrap_or_default).collect())

@@ -15,8 +15,7 @@ use crate::deidentifier::{DeidError, DeidOptions, Deidentifier};
 
 use super::export::{self, Exporter, Progress, Summary};
 use super::files::AtomicFile;
-use super::pseudonym::Pseudonyms;
-use super::resource::ResourceDeidentifier;
+use super::resource::{ResourceDeidentifier, SetupError};
 
 /// The summary's file name in the output folder.
 pub const SUMMARY_FILE: &str = "summary.json";
@@ -101,38 +100,25 @@ impl DeidentifyArgs {
     }
 }
 
-/// A resource de-identifier from an engine and options: the key checked, the options
-/// resolved, the model loaded. The CLI and the ingestion job build theirs the same way.
+/// The CLI's resource de-identifier (see [`ResourceDeidentifier::build`]), its errors as the
+/// CLI words them.
 pub async fn resource_deidentifier(
     deid: Arc<Deidentifier>,
     options: &DeidOptions,
 ) -> Result<ResourceDeidentifier, CliError> {
-    let secret = deid
-        .settings()
-        .deid_secret_key
-        .clone()
-        .filter(|k| !k.is_empty())
-        .ok_or(CliError::NoSecretKey)?;
-    let prepared = deid.prepare(options).map_err(|e| match e {
-        DeidError::Invalid(conflicts) => CliError::Options(
-            conflicts
-                .iter()
-                .map(|c| format!("{}: {}", c.field, c.message))
-                .collect::<Vec<_>>()
-                .join("; "),
-        ),
-        other => CliError::Engine(other.to_string()),
-    })?;
-    let model = deid
-        .model(&prepared, None)
+    ResourceDeidentifier::build(deid, options, None)
         .await
-        .map_err(|e| CliError::Engine(e.to_string()))?;
-    Ok(ResourceDeidentifier::new(
-        deid,
-        Arc::new(prepared),
-        Arc::new(model),
-        Pseudonyms::new(secret.as_bytes()),
-    ))
+        .map_err(|e| match e {
+            SetupError::NoSecretKey => CliError::NoSecretKey,
+            SetupError::Deid(DeidError::Invalid(conflicts)) => CliError::Options(
+                conflicts
+                    .iter()
+                    .map(|c| format!("{}: {}", c.field, c.message))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
+            SetupError::Deid(other) => CliError::Engine(other.to_string()),
+        })
 }
 
 /// Runs the command; the exit code says how it went (messages on stderr).

@@ -21,7 +21,6 @@ use tokio::sync::Notify;
 use super::export::{self, Exporter, Progress, Source};
 use super::files::{self, AtomicFile, Written};
 use super::ingest_store::{Row, Store};
-use super::pseudonym::Pseudonyms;
 use super::resource::ResourceDeidentifier;
 use super::{
     BulkClient, BulkConfig, BulkError, Manifest, OutputFile, ProgressHook, SmartClient,
@@ -321,20 +320,12 @@ impl Ingestions {
     /// Opens the store (the job database) and resumes every job still running.
     pub fn open(deid: Arc<Deidentifier>) -> Result<Arc<Self>, JobError> {
         let s = deid.settings().clone();
-        let db = s
-            .jobs_db
-            .clone()
-            .unwrap_or_else(|| s.data_dir.join("jobs.sqlite"));
+        let db = s.jobs_db_path();
         if let Some(parent) = db.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
         }
         let store = Store::open(&db)?;
-        let seal_key = s.jobs_seal_key.as_deref().and_then(|k| {
-            use base64::Engine as _;
-            base64::engine::general_purpose::STANDARD
-                .decode(k.trim())
-                .ok()
-        });
+        let seal_key = s.jobs_seal_key_bytes().map_err(JobError::Seal)?;
         let sealer = Sealer::load(seal_key.as_deref(), &db)?;
         let root = s
             .fhir_output_root
@@ -696,30 +687,14 @@ impl Ingestions {
         live.set_phase("deidentifying");
         live.input_bytes
             .store(export::total_bytes(&sources), Ordering::Relaxed);
-        let deid = &self.deid;
-        let prepared = deid
-            .prepare(&config.deid_options())
-            .map_err(|e| Failure::new("deidentification_failed", e.to_string()))?;
         let keep_alive = config
             .keep_alive
             .as_ref()
             .and_then(|v| KeepAlive::from_json(v).ok());
-        let model = deid
-            .model(&prepared, keep_alive)
+        let rd = ResourceDeidentifier::build(self.deid.clone(), &config.deid_options(), keep_alive)
             .await
             .map_err(|e| Failure::new("deidentification_failed", e.to_string()))?;
-        let secret = deid.settings().deid_secret_key.clone().ok_or_else(|| {
-            Failure::new(
-                "deidentification_failed",
-                "SERVICE_DEID_SECRET_KEY is not set",
-            )
-        })?;
-        let rd = Arc::new(ResourceDeidentifier::new(
-            deid.clone(),
-            Arc::new(prepared),
-            Arc::new(model),
-            Pseudonyms::new(secret.as_bytes()),
-        ));
+        let rd = Arc::new(rd);
         let exporter = Exporter::new(rd, &config.output_dir)?;
         let summary = exporter.run(&sources, &live.progress).await?;
         // The same summary.json as `phiflow fhir deidentify` writes beside the outputs.

@@ -23,8 +23,10 @@ use super::types;
 use super::xhtml;
 use crate::deid::canonical_label;
 use crate::deid::operators::{self, Plan, Rewriter, Target};
-use crate::deidentifier::{DeidError, Deidentifier, KnownIdentifier, Prepared, Subject};
-use crate::inference::ModelHandle;
+use crate::deidentifier::{
+    DeidError, DeidOptions, Deidentifier, KnownIdentifier, Prepared, Subject,
+};
+use crate::inference::{KeepAlive, ModelHandle};
 
 /// Keys whose string value is free text.
 const FREE_TEXT: &[&str] = &[
@@ -145,7 +147,36 @@ struct Walk<'a> {
     path: String,
 }
 
+/// Why a resource de-identifier could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(
+        "SERVICE_DEID_SECRET_KEY is not set: resource pseudonyms and date shifts are keyed by it"
+    )]
+    NoSecretKey,
+    #[error(transparent)]
+    Deid(#[from] DeidError),
+}
+
 impl ResourceDeidentifier {
+    /// From an engine and options: the key checked, the options resolved, the model loaded.
+    /// The CLI and the ingestion job build theirs this way, so both give the same bytes.
+    pub async fn build(
+        deid: Arc<Deidentifier>,
+        options: &DeidOptions,
+        keep_alive: Option<KeepAlive>,
+    ) -> Result<Self, SetupError> {
+        let pseudonyms = Pseudonyms::new(deid.secret_key().ok_or(SetupError::NoSecretKey)?);
+        let prepared = deid.prepare(options)?;
+        let model = deid.model(&prepared, keep_alive).await?;
+        Ok(Self::new(
+            deid,
+            Arc::new(prepared),
+            Arc::new(model),
+            pseudonyms,
+        ))
+    }
+
     pub fn new(
         deid: Arc<Deidentifier>,
         prepared: Arc<Prepared>,

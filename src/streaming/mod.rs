@@ -22,7 +22,7 @@ use finisher::Finisher;
 pub use segmenter::{Segment, SegmentParams, Segmenter};
 
 use crate::deid::canonical_label;
-use crate::deid::operators::{self, Outcome, Plan, Target};
+use crate::deid::operators::Target;
 use crate::inference::LoadedModel;
 use crate::pipeline::Pipeline;
 use crate::stages::{RunOptions, RunStats, Source, Span, Spans, StageError};
@@ -273,28 +273,6 @@ pub async fn detect(
         sentence_starts: Vec::new(),
         stats,
     })
-}
-
-/// A de-identified text: the spans found (bytes of the original) and, in the same order, what
-/// was done to each.
-#[derive(Debug)]
-pub struct Deidentified {
-    pub spans: Spans,
-    pub outcome: Outcome,
-}
-
-/// Detects, then rewrites the text as `plan` says: what every one-shot de-identifying entry
-/// point (route, job, ingestion, evaluation) calls.
-pub async fn deidentify(
-    pipeline: Arc<Pipeline>,
-    model: Arc<LoadedModel>,
-    opts: Arc<RunOptions>,
-    text: Arc<str>,
-    plan: &Plan,
-) -> Result<Deidentified, StageError> {
-    let spans = detect(pipeline, model, opts, text).await?;
-    let outcome = operators::apply(&spans.original, &targets(&spans.spans, 0), plan);
-    Ok(Deidentified { spans, outcome })
 }
 
 /// The operators' targets for spans, relative to byte `base`.
