@@ -85,6 +85,7 @@ struct GenerateArgs {
 }
 
 fn main() -> std::process::ExitCode {
+    phiflow::inference::limit_malloc_arenas();
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(settings) => run_serve(settings),

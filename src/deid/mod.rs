@@ -6,6 +6,7 @@ pub mod dates;
 pub mod gazetteer;
 mod labels;
 mod recognizers;
+mod regex_sets;
 mod validators;
 
 pub use labels::{CANONICAL, CanonicalLabel, HIPAA_CLASSES, canonical_label, is_canonical};

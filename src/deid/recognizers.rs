@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use super::gazetteer::Gazetteer;
 use super::labels;
+use super::regex_sets::RegexSets;
 use super::validators::Validator;
 
 /// Why a recognizer file was refused.
@@ -103,6 +104,8 @@ pub struct Finding {
 #[derive(Debug)]
 pub struct Recognizers {
     patterns: Vec<Pattern>,
+    /// The patterns' regexes, in order, with match caches given back when the process is quiet.
+    regexes: Arc<RegexSets>,
     /// The versions of the loaded files, joined: reported with sweep results.
     pub version: String,
     /// Patterns left out because a gazetteer they need is not installed (run
@@ -223,6 +226,7 @@ impl Recognizers {
             }
         }
         Ok(Self {
+            regexes: RegexSets::new(patterns.iter().map(|p| p.regex.clone()).collect()),
             patterns,
             version: versions.join("+"),
             inactive,
@@ -251,8 +255,9 @@ impl Recognizers {
     /// then the longer match, then the earlier one. Sorted by start.
     pub fn find(&self, text: &str) -> Vec<Finding> {
         let mut all = Vec::new();
-        for p in &self.patterns {
-            for caps in p.regex.captures_iter(text) {
+        let regexes = self.regexes.take();
+        for (p, regex) in self.patterns.iter().zip(regexes.iter()) {
+            for caps in regex.captures_iter(text) {
                 // A `veto` group that took part says the match is something else (a dose's
                 // unit after a number, a code system's name before it).
                 if p.vetoes.iter().any(|&i| caps.get(i).is_some()) {

@@ -3,6 +3,7 @@
 
 mod cuda;
 mod heap;
+mod initializers;
 mod keep_alive;
 mod model;
 mod queue;
@@ -10,6 +11,7 @@ mod registry;
 mod runtime;
 
 pub use cuda::{CUDA_LIBRARIES, CudaError, CudaLibDir, DRIVER_LIBRARY};
+pub use heap::{QuietHook, limit_malloc_arenas, on_quiet};
 pub use keep_alive::KeepAlive;
 pub use model::{LabelSet, ModelFiles, ModelInfo, TokenizerHandle, find_onnx_file};
 pub use queue::{BatchQueue, GraphInputs, QueueStats, ScoredWindow, WindowInput};

@@ -258,6 +258,9 @@ impl ModelRegistry {
         metrics
             .model_load_seconds
             .observe_duration(&[id], started.elapsed());
+        // What loading parsed and dropped (the ONNX file, the graph protobuf) goes back first,
+        // so the footprint counts what the model holds.
+        super::heap::release();
         let measured = resident_bytes().saturating_sub(before);
         let model = Arc::new(model);
         let mut inner = self.inner();

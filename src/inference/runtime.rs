@@ -6,10 +6,11 @@ use std::sync::OnceLock;
 
 use ort::ep::{self, ExecutionProvider};
 use ort::session::Session;
-use ort::session::builder::GraphOptimizationLevel;
+use ort::session::builder::{GraphOptimizationLevel, PrepackedWeights};
 
 use super::InferenceError;
 use super::cuda::{self, CudaLibDir};
+use super::initializers::{self, SharedInitializer};
 use crate::config::Device;
 
 /// The process-wide environment; sessions refer to it, so it lives as long as the process.
@@ -50,6 +51,12 @@ pub struct Sessions {
     /// Empty when the wide session does all the work (`SERVICE_INFER_WORKERS=1`, CUDA).
     pub narrow: Vec<Session>,
     pub wide: Session,
+}
+
+/// What the sessions of one model share.
+struct Shared {
+    initializers: Vec<SharedInitializer>,
+    prepacked: PrepackedWeights,
 }
 
 /// Proof that ONNX Runtime is loaded; the only way to make sessions.
@@ -135,25 +142,59 @@ impl OrtRuntime {
         self.narrow_workers() + 1
     }
 
-    /// The sessions of one loaded model: the single-threaded workers and the wide one.
+    /// The sessions of one loaded model: the single-threaded workers and the wide one, sharing
+    /// one copy of the weights and of their prepacked form (`initializers.rs`).
     pub fn sessions(&self, onnx: &Path) -> Result<Sessions, InferenceError> {
         let wide_threads = match self.options.threads {
             0 => crate::parallel::cores(),
             n => n,
         };
+        let shared = Shared {
+            initializers: self.shared_initializers(onnx)?,
+            prepacked: PrepackedWeights::new(),
+        };
         Ok(Sessions {
             narrow: (0..self.narrow_workers())
-                .map(|_| self.session(onnx, 1))
+                .map(|_| self.session(onnx, 1, &shared))
                 .collect::<Result<_, _>>()?,
-            wide: self.session(onnx, wide_threads)?,
+            wide: self.session(onnx, wide_threads, &shared)?,
+        })
+    }
+
+    /// The initializers a model's CPU sessions share; none for one session or on CUDA, where
+    /// the weights live on the device and a host copy would only add to the footprint.
+    fn shared_initializers(&self, onnx: &Path) -> Result<Vec<SharedInitializer>, InferenceError> {
+        if self.options.device == Device::Cuda || self.narrow_workers() == 0 {
+            return Ok(Vec::new());
+        }
+        let bytes = std::fs::read(onnx)
+            .map_err(|e| InferenceError::Runtime(format!("cannot read {}: {e}", onnx.display())))?;
+        initializers::read(&bytes).map_err(|e| {
+            InferenceError::Runtime(format!(
+                "cannot read the weights of {}: {e}",
+                onnx.display()
+            ))
         })
     }
 
     /// Builds a session for one ONNX file with `threads` intra-op threads.
-    fn session(&self, onnx: &Path, threads: usize) -> Result<Session, InferenceError> {
+    fn session(
+        &self,
+        onnx: &Path,
+        threads: usize,
+        shared: &Shared,
+    ) -> Result<Session, InferenceError> {
         let err = |e: String| InferenceError::Runtime(e);
         let mut builder = Session::builder(environment()?)
             .map_err(|e| err(e.to_string()))?
+            .with_prepacked_weights(&shared.prepacked)
+            .map_err(|e| err(e.to_string()))?;
+        for init in &shared.initializers {
+            builder = builder
+                .with_initializer(&init.name, init.value.clone())
+                .map_err(|e| err(e.to_string()))?;
+        }
+        let mut builder = builder
             .with_optimization_level(GraphOptimizationLevel::Level3)
             .map_err(|e| err(e.to_string()))?
             .with_intra_threads(threads)
