@@ -42,6 +42,6 @@ fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
     results::Report::new("decisions")
-        .criterion_medians("one decision end to end (median)", started)
+        .criterion_medians("end to end (median)", started)
         .write();
 }
