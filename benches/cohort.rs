@@ -21,6 +21,9 @@ use phiflow::cohort::{Hierarchy, parse_phenotype, resolve};
 use phiflow::omop::{self, Source, caller_ids, cdm, cohort_data, note_hashes};
 use serde_json::{Value, json};
 
+#[path = "support/results.rs"]
+mod results;
+
 /// xorshift64*: deterministic, dependency-free.
 struct Rng(u64);
 impl Rng {
@@ -206,6 +209,12 @@ fn main() {
     let load_id = report.load_id.clone();
     drop(records);
     drop(report);
+    let mut record = results::Report::new("cohort");
+    record
+        .knob("PHIFLOW_COHORT_BENCH_RECORDS", n)
+        .knob("PHIFLOW_COHORT_BENCH_RUNS", runs)
+        .figure("load", &format!("{n} records"), load_s, "s")
+        .figure("peak RSS", "load", load_peak, "MB");
 
     let definition = phenotype();
     let parsed = parse_phenotype(&definition).expect("phenotype");
@@ -244,6 +253,7 @@ fn main() {
     let cohort_peak = peak_rss_mb();
     let r = result.expect("at least one run");
     let ours = median(totals);
+    let (read_median, eval_median) = (median(reads.clone()), median(evals.clone()));
     println!(
         "cohort (phiflow, from Parquet): median {ours:.3} s over {runs} runs (read + event table {:.3} s, evaluate + caller ids + note hashes {:.3} s), {events} events, {} patients, {} evidence pointers, peak RSS {cohort_peak:.0} MB",
         median(reads),
@@ -251,6 +261,21 @@ fn main() {
         r.patients.len(),
         r.evidence_pointer_count
     );
+    record
+        .figure("peak RSS", "cohort", cohort_peak, "MB")
+        .figure("cohort time (median)", "phiflow", ours, "s")
+        .figure(
+            "phiflow cohort phases (median)",
+            "read + event table",
+            read_median,
+            "s",
+        )
+        .figure(
+            "phiflow cohort phases (median)",
+            "evaluate + ids + hashes",
+            eval_median,
+            "s",
+        );
 
     let python = Path::new(".assets/tools/bench-venv/bin/python");
     if !python.is_file() {
@@ -288,7 +313,12 @@ fn main() {
                 same.unwrap_or(false)
             );
             println!("ratio phiflow/DuckDB: {:.2}", ours / theirs);
+            // Issue 19: no slower than DuckDB on the same files.
+            record
+                .figure("cohort time (median)", "DuckDB SQL", theirs, "s")
+                .figure_max("phiflow / DuckDB time", "cohort", ours / theirs, "×", 1.0);
         }
     }
     let _ = std::fs::remove_dir_all(&root);
+    record.write();
 }

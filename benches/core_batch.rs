@@ -13,6 +13,9 @@ use phiflow::config::Settings;
 use phiflow::deid::policy::Method;
 use phiflow::deidentifier::{BatchColumns, DeidOptions, Deidentifier};
 
+#[path = "support/results.rs"]
+mod results;
+
 fn main() {
     let Ok(path) = std::env::var("PHIFLOW_BATCH_BENCH_PARQUET") else {
         eprintln!(
@@ -62,5 +65,10 @@ fn main() {
             "{}",
             serde_json::json!({ "surface": "core", "rows": rows, "seconds": secs, "rows_per_s": rows as f64 / secs })
         );
+        results::Report::new("core_batch")
+            .knob("PHIFLOW_BATCH_BENCH_ROWS", rows_per_batch)
+            .knob("rows", rows)
+            .figure("throughput", "core deidentify_batch", rows as f64 / secs, "rows/s")
+            .write();
     });
 }

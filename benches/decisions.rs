@@ -2,10 +2,13 @@
 //! result) with the lexical backend and with the encoder backend (all-MiniLM-L6-v2), and a
 //! batch of 32 encoder decisions.
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use phiflow::config::{DecisionBackend, Settings};
 use phiflow::decisions::{DecisionRequest, parse_batch, setup};
 use serde_json::json;
+
+#[path = "support/results.rs"]
+mod results;
 
 fn bench(c: &mut Criterion) {
     let body = json!({"mode": "fixed_choice",
@@ -32,4 +35,13 @@ fn bench(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+/// `criterion_main!`, then the medians it measured recorded for `scripts/plot-benches`.
+fn main() {
+    let started = std::time::SystemTime::now();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    results::Report::new("decisions")
+        .criterion_medians("end to end (median)", started)
+        .write();
+}

@@ -11,6 +11,8 @@ use phiflow::config::Settings;
 mod corpus;
 #[path = "support/e2e.rs"]
 mod e2e;
+#[path = "support/results.rs"]
+mod results;
 
 fn main() {
     let docs: usize = std::env::var("PHIFLOW_BENCH_DOCS")
@@ -53,8 +55,27 @@ async fn run(docs: usize) {
         "| concurrency | docs/s | tokens/s | p50 ms | p99 ms | mean batch | padding | e2e/ORT |"
     );
     println!("|---|---|---|---|---|---|---|---|");
+    let mut report = results::Report::new("load");
+    report
+        .knob("PHIFLOW_BENCH_DOCS", docs)
+        .knob("windows", windows.len())
+        .knob("window tokens", window_tokens)
+        .figure("throughput", "plain ORT loop", ort_tps, "tokens/s");
     for concurrency in [1usize, 8] {
         let p = service.measure(&notes, concurrency, window_tokens).await;
+        let c = format!("concurrency {concurrency}");
+        report
+            .figure("throughput", &c, p.tokens_per_s, "tokens/s")
+            .figure("latency p50", &c, p.p50_ms, "ms")
+            .figure("latency p99", &c, p.p99_ms, "ms")
+            .figure("mean batch", &c, p.mean_batch, "windows");
+        // Issue 19: end to end at least 0.95 of the plain loop at concurrency 8.
+        let ratio = p.tokens_per_s / ort_tps;
+        if concurrency == 8 {
+            report.figure_min("end to end / plain ORT", &c, ratio, "×", 0.95);
+        } else {
+            report.figure("end to end / plain ORT", &c, ratio, "×");
+        }
         println!(
             "| {concurrency} | {:.1} | {:.0} | {:.1} | {:.1} | {:.2} | {:.3} | {:.3} |",
             p.docs_per_s,
@@ -66,4 +87,5 @@ async fn run(docs: usize) {
             p.tokens_per_s / ort_tps,
         );
     }
+    report.write();
 }

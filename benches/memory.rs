@@ -20,6 +20,8 @@ mod corpus;
 #[path = "support/helpers.rs"]
 mod helpers;
 use helpers::{env_usize, rss};
+#[path = "support/results.rs"]
+mod results;
 
 struct Server {
     child: Child,
@@ -205,4 +207,27 @@ async fn run() {
         "| RSS given back by unloading the model | {:.1} |",
         mb(before_unload.saturating_sub(unloaded))
     );
+
+    // Issue 19: idle at most 150 MB; back within 20% of idle once load stops.
+    results::Report::new("memory")
+        .knob("PHIFLOW_MEMORY_BENCH_CONCURRENCY", concurrency)
+        .knob("PHIFLOW_MEMORY_BENCH_REQUESTS", requests)
+        .figure_max("server RSS", "idle", mb(idle), "MB", 150.0)
+        .figure(
+            "server RSS",
+            "peak in the burst",
+            mb(peak.load(Ordering::Relaxed)),
+            "MB",
+        )
+        .figure("server RSS", "burst ends", mb(end), "MB")
+        .figure_max("server RSS", "5 s after", mb(after), "MB", mb(idle) * 1.2)
+        .figure("model memory", "counted by the registry", mb(counted), "MB")
+        .figure(
+            "model memory",
+            "given back by the unload",
+            mb(before_unload.saturating_sub(unloaded)),
+            "MB",
+        )
+        .figure("burst", "wall time", burst.as_secs_f64(), "s")
+        .write();
 }

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use phiflow::deid::Recognizers;
 use phiflow::inference::{LabelSet, TokenizerHandle};
 use phiflow::stages::aggregate::{Aggregation, aggregate};
@@ -15,6 +15,8 @@ use phiflow::stages::{Spans, TextView, sentence, tokens, window};
 
 #[path = "corpus.rs"]
 mod corpus;
+#[path = "support/results.rs"]
+mod results;
 
 fn bench(c: &mut Criterion) {
     let text: String = corpus::notes(40).join("\n");
@@ -119,4 +121,13 @@ fn bench(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+/// `criterion_main!`, then the medians it measured recorded for `scripts/plot-benches`.
+fn main() {
+    let started = std::time::SystemTime::now();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    results::Report::new("stages")
+        .criterion_medians("CPU stage (median)", started)
+        .write();
+}

@@ -22,6 +22,8 @@ mod corpus;
 #[path = "support/helpers.rs"]
 mod helpers;
 use helpers::rss;
+#[path = "support/results.rs"]
+mod results;
 
 struct Server {
     child: Child,
@@ -164,6 +166,11 @@ fn main() {
         .timeout(Duration::from_secs(24 * 3600))
         .build()
         .expect("client");
+    let mut report = results::Report::new("stream");
+    report.knob("PHIFLOW_STREAM_BENCH", &plan);
+    if let Ok(limit) = std::env::var("PHIFLOW_STREAM_BENCH_MEMORY_LIMIT_S") {
+        report.knob("PHIFLOW_STREAM_BENCH_MEMORY_LIMIT_S", limit);
+    }
     // Warm-up: the model is resident and the first batch is behind us.
     rt.block_on(stream(&client, &server.base, body_of(&note(20_000)), None));
     for part in plan.split(',') {
@@ -197,6 +204,22 @@ fn main() {
                     text.len() as f64 / 1e3 / streamed,
                     streamed / one_shot
                 );
+                // Issue 19: streaming within 15% of the one-shot time.
+                let x = format!("{mb} MB note");
+                report
+                    .figure(
+                        "throughput: time",
+                        &format!("/pii/extract, {x}"),
+                        one_shot,
+                        "s",
+                    )
+                    .figure(
+                        "throughput: time",
+                        &format!("/pii/extract/stream, {x}"),
+                        streamed,
+                        "s",
+                    )
+                    .figure_max("stream / one-shot time", &x, streamed / one_shot, "×", 1.15);
             }
             "first" => {
                 let s = rt.block_on(stream(&client, &server.base, body_of(&text), None));
@@ -208,6 +231,18 @@ fn main() {
                     s.records,
                     s.first_record.as_secs_f64() / s.total.as_secs_f64()
                 );
+                // Issue 19: the first record in under 10% of the whole stream's time.
+                let x = format!("{mb} MB note");
+                report
+                    .figure("first record", &x, s.first_record.as_secs_f64(), "s")
+                    .figure("whole stream", &x, s.total.as_secs_f64(), "s")
+                    .figure_max(
+                        "first record / whole stream",
+                        &x,
+                        s.first_record.as_secs_f64() / s.total.as_secs_f64(),
+                        "×",
+                        0.10,
+                    );
             }
             "memory" => {
                 let body = body_of(&text);
@@ -249,9 +284,25 @@ fn main() {
                         ", stopped by the time limit"
                     }
                 );
+                // Issue 19: peak growth under 4× the body.
+                let x = format!(
+                    "{mb} MB note{}",
+                    if s.finished { "" } else { " (stopped early)" }
+                );
+                report
+                    .figure("server RSS", "before", before as f64 / 1e6, "MB")
+                    .figure("server RSS", "peak", peak as f64 / 1e6, "MB")
+                    .figure_max(
+                        "RSS growth / body",
+                        &x,
+                        (peak - before) as f64 / body_len as f64,
+                        "×",
+                        4.0,
+                    );
             }
             other => eprintln!("unknown part {other}"),
         }
         let _ = std::io::Write::flush(&mut std::io::stdout());
     }
+    report.write();
 }
