@@ -14,12 +14,12 @@
 //!    MedicationRequest): target 20,000 resources/s or more on 2 cores, end to end.
 //! 2. Resources with free text (DocumentReference notes, DiagnosticReport conclusions): the
 //!    same texts are sent to `POST /pii/deidentify` on the same server (concurrency 8, same
-//!    method and policy); route and ingestion alternate, three rounds. Target: the
+//!    method and policy); route and ingestion alternate, five rounds. Target: the
 //!    ingestion's de-identification at 0.9 or more of the route's rate.
 //!
 //! Run: `cargo bench --bench fhir`. `PHIFLOW_BENCH_RESOURCES` sets the structured size
 //! (default 100,000, the size), `PHIFLOW_BENCH_TEXT_RESOURCES` the free-text size
-//! (default 600; 0 skips it), `PHIFLOW_BENCH_ROUNDS` the free-text rounds (default 3). Needs
+//! (default 600; 0 skips it), `PHIFLOW_BENCH_ROUNDS` the free-text rounds (default 5). Needs
 //! the fetched assets (scripts/fetch-assets). Lines starting `result:` are the figures.
 
 use std::path::PathBuf;
@@ -49,7 +49,7 @@ const PER_FILE: usize = 10_000;
 fn main() {
     let structured = env_usize("PHIFLOW_BENCH_RESOURCES", 100_000);
     let with_text = env_usize("PHIFLOW_BENCH_TEXT_RESOURCES", 600);
-    let rounds = env_usize("PHIFLOW_BENCH_ROUNDS", 3).max(1);
+    let rounds = env_usize("PHIFLOW_BENCH_ROUNDS", 5).max(1);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -273,6 +273,46 @@ fn texts_of(pop: &Population) -> Vec<String> {
     out
 }
 
+/// The model's batching queue counters (`GET /models/loaded`), summed over loaded models.
+#[derive(Clone, Copy, Default)]
+struct Queue {
+    batches: f64,
+    windows: f64,
+    tokens: f64,
+    padded: f64,
+    busy: f64,
+}
+
+impl Queue {
+    async fn now(phiflow: &Phiflow) -> Self {
+        let r = phiflow.get("/models/loaded").await;
+        let mut q = Self::default();
+        for m in r["models"].as_array().into_iter().flatten() {
+            let f = |k: &str| m["queue"][k].as_f64().unwrap_or(0.0);
+            q.batches += f("batches");
+            q.windows += f("windows");
+            q.tokens += f("tokens");
+            q.padded += f("padded_tokens");
+            q.busy += f("busy_seconds");
+        }
+        q
+    }
+
+    /// What the model was given between `self` and `later`, over `wall` seconds: windows per
+    /// batch, padding, and seconds inside `Session::run` (all workers) per wall second.
+    fn describe(&self, later: &Self, wall: f64) -> String {
+        let (b, w) = (later.batches - self.batches, later.windows - self.windows);
+        let (t, p) = (later.tokens - self.tokens, later.padded - self.padded);
+        let busy = later.busy - self.busy;
+        format!(
+            "model: {b:.0} batches, {:.1} windows/batch, padded/real tokens {:.2}, inference {busy:.2} s ({:.2} per wall second)",
+            w / b.max(1.0),
+            p / t.max(1.0),
+            busy / wall
+        )
+    }
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -369,24 +409,35 @@ async fn run(structured: usize, with_text: usize, rounds: usize) {
     send_all(&phiflow.client, &base, &texts[..texts.len().min(32)], 8).await;
     let (mut deid_ratios, mut e2e_ratios, mut cpu_ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 1..=rounds {
+        // Route first in odd rounds, ingestion first in even ones: load that drifts during a
+        // round favours neither side.
+        let mut ingested = None;
+        if round % 2 == 0 {
+            ingested = Some(ingest_texts(&phiflow, &bulk, &key, &root, round, &pop).await);
+        }
+        let q0 = Queue::now(&phiflow).await;
         let cpu = cpu_seconds();
         let started = Instant::now();
         send_all(&phiflow.client, &base, &texts, 8).await;
         let http = started.elapsed().as_secs_f64();
         let http_cpu = cpu_seconds() - cpu;
+        let q1 = Queue::now(&phiflow).await;
         println!(
-            "round {round}: /pii/deidentify, concurrency 8: {} texts in {http:.2} s (CPU {http_cpu:.2} s): {:.1} texts/s, {:.0} chars/s",
+            "round {round}: /pii/deidentify, concurrency 8: {} texts in {http:.2} s (CPU {http_cpu:.2} s, {:.2} cores busy): {:.1} texts/s, {:.0} chars/s",
             texts.len(),
+            http_cpu / http,
             texts.len() as f64 / http,
             chars as f64 / http
         );
-        let out = format!("text-{round}");
-        let i = ingest(&phiflow, &bulk, &key, &out).await;
-        let _ = std::fs::remove_dir_all(root.join(&out));
-        report("  ingestion with free text", &i, pop.bytes());
+        println!("  route {}", q0.describe(&q1, http));
+        let i = match ingested {
+            Some(i) => i,
+            None => ingest_texts(&phiflow, &bulk, &key, &root, round, &pop).await,
+        };
         let (deid, e2e) = (http / i.deidentify, http / i.wall);
         println!(
-            "  de-identification {:.1} texts/s, end to end {:.1} texts/s; ingestion/route throughput: de-identification {deid:.3}, end to end {e2e:.3} (CPU per text {:.3}); target >= 0.9",
+            "  ingestion (run {}): de-identification {:.1} texts/s, end to end {:.1} texts/s; ingestion/route throughput: de-identification {deid:.3}, end to end {e2e:.3} (CPU per text {:.3}); target >= 0.9",
+            if round % 2 == 0 { "first" } else { "second" },
             texts.len() as f64 / i.deidentify,
             texts.len() as f64 / i.wall,
             http_cpu / i.cpu
@@ -406,6 +457,29 @@ async fn run(structured: usize, with_text: usize, rounds: usize) {
         texts.len(),
         median(cpu_ratios)
     );
+}
+
+/// One ingestion of the free-text export, reported with what the model was given.
+async fn ingest_texts(
+    phiflow: &Phiflow,
+    bulk: &BulkServer,
+    key: &TestKey,
+    root: &std::path::Path,
+    round: usize,
+    pop: &Population,
+) -> Ingested {
+    let q = Queue::now(phiflow).await;
+    let out = format!("text-{round}");
+    let i = ingest(phiflow, bulk, key, &out).await;
+    let q2 = Queue::now(phiflow).await;
+    let _ = std::fs::remove_dir_all(root.join(&out));
+    report(
+        &format!("round {round}: ingestion with free text"),
+        &i,
+        pop.bytes(),
+    );
+    println!("  ingestion {}", q.describe(&q2, i.wall));
+    i
 }
 
 /// Sends every text to `/pii/deidentify` with at most `concurrency` in flight.

@@ -981,6 +981,10 @@ fn ages_fixture(dir: &Path) {
                "ageRange": {"low": {"value": 91, "code": "a"}, "high": {"value": 99, "code": "a"}}}),
         json!({"resourceType": "Encounter", "id": "e-1", "status": "finished", "subject": subject("old-95"),
                "class": {"code": "AMB"}, "period": {"start": "2026-01-02T09:00:00Z"}}),
+        json!({"resourceType": "DiagnosticReport", "id": "d-1", "status": "final", "subject": subject("old-95"),
+               "code": {"text": "Discharge summary"},
+               "conclusion": "Ottoline Quillfeather (DOB 03/15/1931) is a 93-year-old woman, born in 1931, \
+                              admitted after a fall. Age 93. Discharged home."}),
     ];
     std::fs::write(dir.join("Other.ndjson"), lines(&others)).expect("others");
 }
@@ -999,6 +1003,7 @@ fn by_source_id(output: &Path, t: &str) -> HashMap<String, Value> {
         "o-age",
         "f-1",
         "e-1",
+        "d-1",
     ]
     .iter()
     .filter_map(|id| {
@@ -1074,6 +1079,16 @@ fn ages_over_89_are_aggregated_in_structured_fields() {
             enc["e-1"]["period"]["start"].as_str().expect("start")
         )
     );
+    // The patient's notes: ages as "90+" (the pipeline), and the birth year the date's
+    // generalisation would keep ("DOB 1931") or the model would miss ("born in 1931") as the
+    // structured data's year.
+    let reports = by_source_id(&output, "DiagnosticReport");
+    let note = reports["d-1"]["conclusion"].as_str().expect("conclusion");
+    assert!(
+        !note.contains("1931") && !note.contains(" 93") && !note.contains("93-year"),
+        "{note}"
+    );
+    assert!(note.contains("1936") && note.contains("90+"), "{note}");
     let s = summary(&output);
     assert_eq!(s["reference_date"], REFERENCE_DATE);
     // Birth dates of old-95, just-90, still-89 (90 on 2026-07-01), died-at-95; c-1, o-age, f-1.

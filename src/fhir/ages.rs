@@ -89,13 +89,30 @@ pub fn aggregate_birth_date(
     let Some(birth) = resource.get("birthDate").and_then(Value::as_str) else {
         return false;
     };
-    let death = resource
-        .get("deceasedDateTime")
-        .and_then(Value::as_str)
-        .and_then(|d| day_range(d).map(|(_, last)| (last.min(reference), d.len() > 4)));
+    let death = resource.get("deceasedDateTime").and_then(Value::as_str);
+    let Some(year) = aggregated_birth_year(birth, death, reference, shift_days) else {
+        return false;
+    };
+    resource.insert("birthDate".into(), Value::String(year));
+    mark(resource, "_birthDate");
+    true
+}
+
+/// The year that stands for `birth` when it shows an age over 89 at `reference` (or at
+/// `death`, its last possible day): the year of 90 then, counted from the death date as it
+/// will be written (shifted by `shift_days` when it has a month). None when the age is 89 or
+/// less, or `birth` is not a date.
+pub fn aggregated_birth_year(
+    birth: &str,
+    death: Option<&str>,
+    reference: NaiveDate,
+    shift_days: i64,
+) -> Option<String> {
+    let death =
+        death.and_then(|d| day_range(d).map(|(_, last)| (last.min(reference), d.len() > 4)));
     let at = death.map_or(reference, |(d, _)| d);
     if !over_89(birth, at) {
-        return false;
+        return None;
     }
     // A death date with a month moves by the shift; a year alone stays.
     let shown_at = match death {
@@ -103,12 +120,28 @@ pub fn aggregate_birth_date(
         Some((d, false)) => d,
         None => reference,
     };
-    resource.insert(
-        "birthDate".into(),
-        Value::String(format!("{:04}", shown_at.year() - 90)),
-    );
-    mark(resource, "_birthDate");
-    true
+    Some(format!("{:04}", shown_at.year() - 90))
+}
+
+/// `text` with every standalone `year` (not inside a longer number) written `instead`: the
+/// birth year of someone over 89 that a note still shows (Safe Harbor's date generalisation
+/// keeps the year of "DOB 03/15/1931"; "born in 1931" may not be detected at all).
+pub fn replace_year(text: &str, year: &str, instead: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (at, _) in text.match_indices(year) {
+        let before = at.checked_sub(1).and_then(|i| b.get(i));
+        let after = b.get(at + year.len());
+        if before.is_some_and(u8::is_ascii_digit) || after.is_some_and(u8::is_ascii_digit) {
+            continue;
+        }
+        out.push_str(&text[last..at]);
+        out.push_str(instead);
+        last = at + year.len();
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 /// Adds the "90 or older" extension to the primitive element `key` (`_birthDate`), keeping
@@ -259,6 +292,18 @@ mod tests {
             5
         ));
         assert_eq!(young["birthDate"], "1936-07-01");
+    }
+
+    #[test]
+    fn a_birth_year_in_text_is_replaced_where_it_stands_alone() {
+        assert_eq!(
+            replace_year(
+                "DOB 1931, born in 1931; MRN 19310, 21931, 1931.",
+                "1931",
+                "1936"
+            ),
+            "DOB 1936, born in 1936; MRN 19310, 21931, 1936."
+        );
     }
 
     #[test]

@@ -320,6 +320,17 @@ impl ResourceDeidentifier {
             id: Some(&subject),
             known: &known,
         };
+        // The true birth year of a patient over 89, wherever their texts still show it, and
+        // the year that stands for it in the structured data.
+        let birth_year = patient
+            .as_deref()
+            .filter(|_| aggregate_ages && !slots.is_empty())
+            .and_then(|p| index.life(p))
+            .and_then(|(birth, death)| {
+                let instead =
+                    ages::aggregated_birth_year(birth, death, reference, plan.shift_days)?;
+                Some((birth.get(..4)?.to_string(), instead))
+            });
         // The resource's texts go to the model together, not one after the other: a note and
         // its description fill the same batches.
         let mut slots = slots;
@@ -338,7 +349,10 @@ impl ResourceDeidentifier {
             let new = scrubbed.map_err(|reason| reject(reason, Some(&rt)))?;
             done.spans += new.spans;
             done.known_added += new.known_added;
-            let new = new.text;
+            let new = match &birth_year {
+                Some((year, instead)) => ages::replace_year(&new.text, year, instead),
+                None => new.text,
+            };
             let Some(target) = resource.pointer_mut(&slot.pointer) else {
                 continue;
             };
