@@ -21,6 +21,8 @@ use phiflow::fhir::{dates, table, xhtml};
 use serde_json::{Value, json};
 
 const SECRET: &str = "fhir-deid-test-secret";
+/// The date the test exports stand at (ages over 89 are counted at it).
+const REFERENCE_DATE: &str = "2026-11-25";
 
 /// Resource types of patient data taken from the HL7 examples (terminology, conformance and
 /// knowledge artifacts are not patient data; Bundles are not NDJSON resources).
@@ -165,12 +167,18 @@ fn population_spec() -> Spec {
 }
 
 fn phiflow(input: &Path, output: &Path) -> Command {
+    phiflow_at(input, output, REFERENCE_DATE)
+}
+
+/// `phiflow fhir deidentify` with the export standing at `reference`.
+fn phiflow_at(input: &Path, output: &Path, reference: &str) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_phiflow"));
     c.args(["fhir", "deidentify", "--input"])
         .arg(input)
         .arg("--output")
         .arg(output)
         .args(["--progress-interval-seconds", "1"])
+        .args(["--reference-date", reference])
         .current_dir(root())
         .env("SERVICE_DEID_SECRET_KEY", SECRET)
         .env("SERVICE_DATA_DIR", common::temp_dir("fhir-deid-data"));
@@ -729,6 +737,13 @@ fn references_resolve_and_each_patient_moves_by_one_offset() {
                     r.pointer(ptr).and_then(Value::as_str),
                     out.pointer(ptr).and_then(Value::as_str),
                 ) {
+                    // A birth date over 89 became a year (ages_over_89_… checks it).
+                    if ptr == "/birthDate" && b.len() == 4 {
+                        let at = chrono::NaiveDate::parse_from_str(REFERENCE_DATE, "%Y-%m-%d")
+                            .expect("date");
+                        assert!(phiflow::fhir::ages::over_89(a, at), "{a} → {b}");
+                        continue;
+                    }
                     seen.insert(days(a, b));
                     // The time of day and the zone stay.
                     assert_eq!(a.get(10..), b.get(10..), "{ptr}");
@@ -933,4 +948,189 @@ fn without_the_secret_key_it_says_which_setting_is_missing() {
         .expect("runs");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no *.ndjson"));
+}
+
+/// A fixture with people on both sides of 90, living and dead, and ages in other resources.
+fn ages_fixture(dir: &Path) {
+    std::fs::create_dir_all(dir).expect("input");
+    let patients = [
+        json!({"resourceType": "Patient", "id": "old-95", "birthDate": "1931-03-15",
+               "name": [{"family": "Quillfeather", "given": ["Ottoline"]}]}),
+        json!({"resourceType": "Patient", "id": "just-90", "birthDate": "1936-06-30"}),
+        json!({"resourceType": "Patient", "id": "still-89", "birthDate": "1936-07-01"}),
+        json!({"resourceType": "Patient", "id": "died-at-95", "birthDate": "1900-01-10",
+               "deceasedDateTime": "1995-05-01T10:00:00Z"}),
+        json!({"resourceType": "Patient", "id": "died-at-60", "birthDate": "1920-01-10",
+               "deceasedDateTime": "1980-01-11"}),
+    ];
+    let lines = |v: &[Value]| v.iter().map(|r| r.to_string() + "\n").collect::<String>();
+    std::fs::write(dir.join("Patient.ndjson"), lines(&patients)).expect("patients");
+    let subject = |id: &str| json!({"reference": format!("Patient/{id}")});
+    let others = [
+        json!({"resourceType": "Condition", "id": "c-1", "subject": subject("old-95"),
+               "code": {"text": "Hip fracture"}, "recordedDate": "2026-01-02",
+               "onsetAge": {"value": 93, "unit": "years", "system": "http://unitsofmeasure.org", "code": "a"}}),
+        json!({"resourceType": "Condition", "id": "c-2", "subject": subject("still-89"),
+               "code": {"text": "Cataract"},
+               "onsetAge": {"value": 45, "unit": "years", "system": "http://unitsofmeasure.org", "code": "a"}}),
+        json!({"resourceType": "Observation", "id": "o-age", "status": "final", "subject": subject("old-95"),
+               "code": {"coding": [{"system": "http://loinc.org", "code": "30525-0", "display": "Age"}]},
+               "effectiveDateTime": "2026-01-02", "valueQuantity": {"value": 94, "unit": "a"}}),
+        json!({"resourceType": "FamilyMemberHistory", "id": "f-1", "status": "completed",
+               "patient": subject("still-89"), "relationship": {"text": "mother"},
+               "ageRange": {"low": {"value": 91, "code": "a"}, "high": {"value": 99, "code": "a"}}}),
+        json!({"resourceType": "Encounter", "id": "e-1", "status": "finished", "subject": subject("old-95"),
+               "class": {"code": "AMB"}, "period": {"start": "2026-01-02T09:00:00Z"}}),
+        json!({"resourceType": "DiagnosticReport", "id": "d-1", "status": "final", "subject": subject("old-95"),
+               "code": {"text": "Discharge summary"},
+               "conclusion": "Ottoline Quillfeather (DOB 03/15/1931) is a 93-year-old woman, born in 1931, \
+                              admitted after a fall. Age 93. Discharged home."}),
+    ];
+    std::fs::write(dir.join("Other.ndjson"), lines(&others)).expect("others");
+}
+
+fn by_source_id(output: &Path, t: &str) -> HashMap<String, Value> {
+    let p = Pseudonyms::new(SECRET.as_bytes());
+    let out = ndjson(&output.join(format!("{t}.ndjson")));
+    [
+        "old-95",
+        "just-90",
+        "still-89",
+        "died-at-95",
+        "died-at-60",
+        "c-1",
+        "c-2",
+        "o-age",
+        "f-1",
+        "e-1",
+        "d-1",
+    ]
+    .iter()
+    .filter_map(|id| {
+        let pseudonym = p.id(t, id);
+        out.iter()
+            .find(|r| r["id"] == pseudonym.as_str())
+            .map(|r| (id.to_string(), r.clone()))
+    })
+    .collect()
+}
+
+#[test]
+fn ages_over_89_are_aggregated_in_structured_fields() {
+    let input = common::temp_dir("fhir-ages-in");
+    ages_fixture(&input);
+    let output = common::temp_dir("fhir-ages-out");
+    // At the reference date (2026-11-25) "just-90" and "still-89" are both 90; the run at an
+    // earlier date below tells them apart.
+    run_ok(&input, &output);
+    let patients = by_source_id(&output, "Patient");
+    let extension = |p: &Value| {
+        p["_birthDate"]["extension"][0]["url"] == phiflow::fhir::ages::EXTENSION_URL
+            && p["_birthDate"]["extension"][0]["valueCode"] == "90-or-older"
+    };
+    let old = &patients["old-95"];
+    assert_eq!(old["birthDate"], "1936", "reference year − 90");
+    assert!(extension(old), "{old}");
+    let mut without_id = old.clone();
+    without_id["id"] = Value::Null;
+    assert!(!without_id.to_string().contains("1931"), "{without_id}");
+    // Died at 95: 90 at the death date as written (shifted).
+    let dead = &patients["died-at-95"];
+    let death = dead["deceasedDateTime"].as_str().expect("death");
+    let death_year: i32 = death[..4].parse().expect("year");
+    assert_eq!(dead["birthDate"], format!("{}", death_year - 90));
+    assert!(extension(dead));
+    // Died at 60: the birth date is a date, shifted like the death date.
+    let young_dead = &patients["died-at-60"];
+    let b = young_dead["birthDate"].as_str().expect("birth");
+    assert_eq!(b.len(), 10, "{b}");
+    assert_eq!(
+        days("1920-01-10", b),
+        days(
+            "1980-01-11",
+            young_dead["deceasedDateTime"].as_str().expect("death")
+        )
+    );
+    assert!(young_dead.get("_birthDate").is_none());
+    // Ages in the other resources of the patient.
+    let conditions = by_source_id(&output, "Condition");
+    let onset = &conditions["c-1"]["onsetAge"];
+    assert_eq!(
+        (onset["value"].clone(), onset["comparator"].clone()),
+        (json!(90), json!(">="))
+    );
+    assert_eq!(conditions["c-2"]["onsetAge"]["value"], 45);
+    let obs = by_source_id(&output, "Observation");
+    assert_eq!(obs["o-age"]["valueQuantity"]["value"], 90);
+    assert_eq!(obs["o-age"]["valueQuantity"]["comparator"], ">=");
+    let fmh = by_source_id(&output, "FamilyMemberHistory");
+    assert_eq!(
+        fmh["f-1"]["ageRange"],
+        json!({"low": {"value": 90, "unit": "years",
+        "system": "http://unitsofmeasure.org", "code": "a"}})
+    );
+    // The patient's other dates still move by the patient's one offset.
+    let enc = by_source_id(&output, "Encounter");
+    let cond_date = conditions["c-1"]["recordedDate"].as_str().expect("date");
+    assert_eq!(
+        days("2026-01-02", cond_date),
+        days(
+            "2026-01-02",
+            enc["e-1"]["period"]["start"].as_str().expect("start")
+        )
+    );
+    // The patient's notes: ages as "90+" (the pipeline), and the birth year the date's
+    // generalisation would keep ("DOB 1931") or the model would miss ("born in 1931") as the
+    // structured data's year.
+    let reports = by_source_id(&output, "DiagnosticReport");
+    let note = reports["d-1"]["conclusion"].as_str().expect("conclusion");
+    assert!(
+        !note.contains("1931") && !note.contains(" 93") && !note.contains("93-year"),
+        "{note}"
+    );
+    assert!(note.contains("1936") && note.contains("90+"), "{note}");
+    let s = summary(&output);
+    assert_eq!(s["reference_date"], REFERENCE_DATE);
+    // Birth dates of old-95, just-90, still-89 (90 on 2026-07-01), died-at-95; c-1, o-age, f-1.
+    assert_eq!(s["ages_aggregated"], 7, "{s}");
+
+    // At an earlier reference date "still-89" keeps a (shifted) birth date and "just-90" does
+    // not; without a policy nothing is aggregated.
+    let earlier = common::temp_dir("fhir-ages-earlier");
+    let out = phiflow_at(&input, &earlier, "2026-06-30")
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let patients = by_source_id(&earlier, "Patient");
+    assert_eq!(patients["just-90"]["birthDate"], "1936");
+    assert_eq!(
+        patients["still-89"]["birthDate"].as_str().map(str::len),
+        Some(10)
+    );
+    let none = common::temp_dir("fhir-ages-none");
+    let out = phiflow(&input, &none)
+        .args(["--policy", "none"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let patients = by_source_id(&none, "Patient");
+    assert_eq!(
+        patients["old-95"]["birthDate"].as_str().map(str::len),
+        Some(10)
+    );
+    assert_eq!(summary(&none)["ages_aggregated"], 0);
+    // A bad reference date is named.
+    let out = phiflow_at(&input, &common::temp_dir("fhir-ages-bad"), "25/11/2026")
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--reference-date"));
 }

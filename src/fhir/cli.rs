@@ -49,6 +49,11 @@ pub struct DeidentifyArgs {
     pub use_safety_sweep: bool,
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub use_smart_merging: bool,
+    /// The date the export stands at (`YYYY-MM-DD`; default: today, UTC). Safe Harbor puts
+    /// ages over 89 at this date into "90 or older"; give the export's date to make reruns on
+    /// other days give the same bytes.
+    #[arg(long)]
+    pub reference_date: Option<String>,
     /// Seconds between progress lines when stderr is not a terminal.
     #[arg(long, default_value_t = 10.0)]
     pub progress_interval_seconds: f64,
@@ -66,6 +71,8 @@ pub enum CliError {
     NoSecretKey,
     #[error("unknown method {0:?} (replace, mask, remove, hash, shift_dates)")]
     Method(String),
+    #[error("--reference-date {0:?} is not a date (YYYY-MM-DD)")]
+    ReferenceDate(String),
     #[error("--input {0}: {1}")]
     Input(PathBuf, String),
     #[error("--output must not be the input folder")]
@@ -97,6 +104,15 @@ impl DeidentifyArgs {
             use_smart_merging: Some(self.use_smart_merging),
             ..DeidOptions::default()
         })
+    }
+
+    /// `--reference-date`, or today (UTC).
+    pub fn reference_date(&self) -> Result<chrono::NaiveDate, CliError> {
+        match &self.reference_date {
+            Some(d) => chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")
+                .map_err(|_| CliError::ReferenceDate(d.clone())),
+            None => Ok(chrono::Utc::now().date_naive()),
+        }
     }
 }
 
@@ -155,6 +171,7 @@ fn run_inner(args: DeidentifyArgs) -> Result<(), CliError> {
         return Err(CliError::NoSecretKey);
     }
     let options = args.options()?;
+    let reference = args.reference_date()?;
     if !args.input.is_dir() {
         return Err(CliError::Input(args.input.clone(), "not a folder".into()));
     }
@@ -178,7 +195,7 @@ fn run_inner(args: DeidentifyArgs) -> Result<(), CliError> {
         let deid = Deidentifier::build(args.settings.clone())
             .map_err(|e| CliError::Engine(e.to_string()))?;
         let rd = resource_deidentifier(Arc::new(deid), &options).await?;
-        let exporter = Exporter::new(Arc::new(rd), &args.output)?;
+        let exporter = Exporter::new(Arc::new(rd), &args.output, reference)?;
         let progress = Arc::new(Progress::default());
         let total = export::total_bytes(&sources);
         let started = Instant::now();

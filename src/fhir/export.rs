@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -91,6 +92,11 @@ pub struct PartRecord {
     pub spans: u64,
     pub known_added: u64,
     pub removed: u64,
+    #[serde(default)]
+    pub ages_aggregated: u64,
+    /// The reference date ages were counted at: a part made at another is redone.
+    #[serde(default)]
+    pub reference_date: String,
     pub data: Written,
 }
 
@@ -108,6 +114,8 @@ pub struct OutputFile {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
     pub files: u64,
+    /// The date the export stands at (`YYYY-MM-DD`): ages over 89 are counted at it.
+    pub reference_date: String,
     pub patients_indexed: u64,
     pub resources: BTreeMap<String, u64>,
     pub resources_total: u64,
@@ -117,6 +125,8 @@ pub struct Summary {
     pub spans_rewritten: u64,
     pub spans_from_structured_data: u64,
     pub fields_removed: u64,
+    /// Ages over 89 (birth dates, Age values) put in the "90 or older" category.
+    pub ages_aggregated: u64,
     pub outputs: Vec<OutputFile>,
 }
 
@@ -149,6 +159,7 @@ struct Encoded {
     spans: usize,
     known_added: usize,
     removed: usize,
+    ages_aggregated: usize,
 }
 
 impl Encoded {
@@ -175,6 +186,7 @@ impl Encoded {
             spans: done.spans,
             known_added: done.known_added,
             removed: done.removed,
+            ages_aggregated: done.ages_aggregated,
         })
     }
 }
@@ -257,10 +269,18 @@ pub struct Exporter {
     rd: Arc<ResourceDeidentifier>,
     output: PathBuf,
     parts: PathBuf,
+    /// The date the export stands at: ages over 89 are counted at it.
+    reference: NaiveDate,
 }
 
 impl Exporter {
-    pub fn new(rd: Arc<ResourceDeidentifier>, output: &Path) -> Result<Self, ExportError> {
+    /// An exporter into `output`; `reference` is the date the export stands at (its
+    /// `transactionTime`, or the day a local export is de-identified).
+    pub fn new(
+        rd: Arc<ResourceDeidentifier>,
+        output: &Path,
+        reference: NaiveDate,
+    ) -> Result<Self, ExportError> {
         fs::create_dir_all(output)?;
         let parts = output.join(PARTS_DIR);
         files::create_private_dir(&parts)?;
@@ -270,7 +290,12 @@ impl Exporter {
             rd,
             output: output.to_path_buf(),
             parts,
+            reference,
         })
+    }
+
+    fn reference_date(&self) -> String {
+        self.reference.format("%Y-%m-%d").to_string()
     }
 
     fn part_paths(&self, i: usize) -> (PathBuf, PathBuf) {
@@ -285,6 +310,7 @@ impl Exporter {
         let (data, record) = self.part_paths(i);
         let rec: PartRecord = serde_json::from_slice(&fs::read(record).ok()?).ok()?;
         let same_source = rec.source == source.name
+            && rec.reference_date == self.reference_date()
             && files::sha256_file(&source.path).ok()? == rec.source_sha256;
         let same_data = files::sha256_file(&data).ok()? == rec.data.sha256;
         (same_source && same_data).then_some(rec)
@@ -328,6 +354,8 @@ impl Exporter {
             spans: 0,
             known_added: 0,
             removed: 0,
+            ages_aggregated: 0,
+            reference_date: self.reference_date(),
             data: Written {
                 sha256: String::new(),
                 bytes: 0,
@@ -379,10 +407,10 @@ impl Exporter {
                 progress
                     .bytes
                     .fetch_add(bytes.len() as u64 + 1, Ordering::Relaxed);
-                let (rd, index) = (self.rd.clone(), index.clone());
+                let (rd, index, reference) = (self.rd.clone(), index.clone(), self.reference);
                 tasks.spawn(async move {
                     let r = match std::str::from_utf8(&bytes) {
-                        Ok(line) => rd.line(line, &index).await,
+                        Ok(line) => rd.line(line, &index, reference).await,
                         Err(_) => Err(Rejected {
                             reason: super::resource::Rejection::InvalidJson,
                             resource_type: None,
@@ -428,6 +456,7 @@ impl Exporter {
                         rec.spans += done.spans as u64;
                         rec.known_added += done.known_added as u64;
                         rec.removed += done.removed as u64;
+                        rec.ages_aggregated += done.ages_aggregated as u64;
                         progress.resources.fetch_add(1, Ordering::Relaxed);
                     }
                     Err(rej) => {
@@ -590,7 +619,9 @@ impl Exporter {
         let outputs = tokio::task::spawn_blocking(move || me.assemble(&p))
             .await
             .map_err(|e| ExportError::Part(format!("assembly failed: {e}")))??;
-        Ok(summarize(&parts, index.patients() as u64, outputs))
+        let mut summary = summarize(&parts, index.patients() as u64, outputs);
+        summary.reference_date = self.reference_date();
+        Ok(summary)
     }
 }
 
@@ -598,6 +629,10 @@ impl Exporter {
 pub fn summarize(parts: &[PartRecord], patients: u64, outputs: Vec<OutputFile>) -> Summary {
     let mut s = Summary {
         files: parts.len() as u64,
+        reference_date: parts
+            .first()
+            .map(|p| p.reference_date.clone())
+            .unwrap_or_default(),
         patients_indexed: patients,
         resources: BTreeMap::new(),
         resources_total: 0,
@@ -607,6 +642,7 @@ pub fn summarize(parts: &[PartRecord], patients: u64, outputs: Vec<OutputFile>) 
         spans_rewritten: 0,
         spans_from_structured_data: 0,
         fields_removed: 0,
+        ages_aggregated: 0,
         outputs,
     };
     for p in parts {
@@ -622,6 +658,7 @@ pub fn summarize(parts: &[PartRecord], patients: u64, outputs: Vec<OutputFile>) 
         s.spans_rewritten += p.spans;
         s.spans_from_structured_data += p.known_added;
         s.fields_removed += p.removed;
+        s.ages_aggregated += p.ages_aggregated;
     }
     s
 }

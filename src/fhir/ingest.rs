@@ -623,6 +623,7 @@ impl Ingestions {
             }
         };
         live.set_phase("downloading");
+        let downloading = Instant::now();
         live.files_total
             .store(manifest.output.len() as u64, Ordering::Relaxed);
         let cp = Arc::new(Mutex::new(cp));
@@ -684,7 +685,9 @@ impl Ingestions {
         }
         live.peak_inflight
             .store(bulk.peak_inflight() as u64, Ordering::Relaxed);
+        let download_seconds = downloading.elapsed().as_secs_f64();
         live.set_phase("deidentifying");
+        let deidentifying = Instant::now();
         live.input_bytes
             .store(export::total_bytes(&sources), Ordering::Relaxed);
         let keep_alive = config
@@ -695,8 +698,14 @@ impl Ingestions {
             .await
             .map_err(|e| Failure::new("deidentification_failed", e.to_string()))?;
         let rd = Arc::new(rd);
-        let exporter = Exporter::new(rd, &config.output_dir)?;
+        // The export stands at its transactionTime (kept in the checkpoint, so a resumed job
+        // counts ages at the same date).
+        let reference = chrono::DateTime::parse_from_rfc3339(&manifest.transaction_time)
+            .map(|t| t.with_timezone(&chrono::Utc).date_naive())
+            .unwrap_or_else(|_| chrono::Utc::now().date_naive());
+        let exporter = Exporter::new(rd, &config.output_dir, reference)?;
         let summary = exporter.run(&sources, &live.progress).await?;
+        let deidentify_seconds = deidentifying.elapsed().as_secs_f64();
         // The same summary.json as `phiflow fhir deidentify` writes beside the outputs.
         super::cli::write_summary(&config.output_dir, &summary)?;
         live.set_phase("finishing");
@@ -727,6 +736,10 @@ impl Ingestions {
                 "duration_seconds".into(),
                 json!(live.started.elapsed().as_secs_f64()),
             );
+            // This run's time in the two phases that move data (a resumed job: since it
+            // resumed).
+            o.insert("download_seconds".into(), json!(download_seconds));
+            o.insert("deidentify_seconds".into(), json!(deidentify_seconds));
             o.insert("method".into(), json!(config.method.as_str()));
             o.insert("policy".into(), json!(config.policy));
         }

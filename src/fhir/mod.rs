@@ -24,6 +24,7 @@
 //!   call `poll` or `download` again after a restart.
 //! - **Secrets**: keys and tokens appear in no `Debug`, log line or error.
 
+pub mod ages;
 mod bulk;
 pub mod cli;
 pub mod dates;

@@ -15,6 +15,9 @@ use crate::deidentifier::KnownIdentifier;
 #[derive(Debug, Default)]
 pub struct PatientIndex {
     by_patient: HashMap<String, BTreeSet<KnownIdentifier>>,
+    /// Each Patient's `birthDate` and `deceasedDateTime`, as written: Safe Harbor's ages over
+    /// 89 reach their notes too.
+    life: HashMap<String, (String, Option<String>)>,
 }
 
 impl PatientIndex {
@@ -31,6 +34,13 @@ impl PatientIndex {
             _ => None,
         };
         let Some(owner) = owner else { return };
+        if resource["resourceType"] == "Patient"
+            && let Some(birth) = resource["birthDate"].as_str()
+        {
+            let death = resource["deceasedDateTime"].as_str().map(String::from);
+            self.life
+                .insert(owner.to_string(), (birth.to_string(), death));
+        }
         let known = self.by_patient.entry(owner.to_string()).or_default();
         collect(resource, known);
     }
@@ -41,6 +51,11 @@ impl PatientIndex {
             .get(id)
             .map(|k| k.iter().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// Patient `id`'s `birthDate` and `deceasedDateTime`.
+    pub fn life(&self, id: &str) -> Option<(&str, Option<&str>)> {
+        self.life.get(id).map(|(b, d)| (b.as_str(), d.as_deref()))
     }
 
     pub fn patients(&self) -> usize {

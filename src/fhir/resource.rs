@@ -14,8 +14,10 @@
 use std::sync::Arc;
 
 use base64::Engine as _;
+use chrono::NaiveDate;
 use serde_json::{Map, Value};
 
+use super::ages;
 use super::dates;
 use super::patients::{PatientIndex, identifier_label_of};
 use super::pseudonym::{Pseudonyms, type_and_id};
@@ -23,6 +25,7 @@ use super::types;
 use super::xhtml;
 use crate::deid::canonical_label;
 use crate::deid::operators::{self, Plan, Rewriter, Target};
+use crate::deid::policy::Action;
 use crate::deidentifier::{
     DeidError, DeidOptions, Deidentifier, KnownIdentifier, Prepared, Subject,
 };
@@ -104,6 +107,8 @@ pub struct Done {
     pub known_added: usize,
     /// Fields dropped (photos, attachment URLs, references to nothing de-identifiable).
     pub removed: usize,
+    /// Ages over 89 (birth dates, Age values) put in the "90 or older" category.
+    pub ages_aggregated: usize,
     /// The de-identified free text (strings and attachments; not the narrative, which
     /// mostly repeats the structured data), in the resource's order.
     pub free_text: Vec<String>,
@@ -124,6 +129,14 @@ enum SlotKind {
     Attachment,
 }
 
+/// A free-text value de-identified: the text, the spans rewritten in it and how many of those
+/// only the patient's structured data gave.
+struct Scrubbed {
+    text: String,
+    spans: usize,
+    known_added: usize,
+}
+
 /// A free-text value to scrub, by JSON pointer.
 struct Slot {
     pointer: String,
@@ -135,6 +148,9 @@ struct Walk<'a> {
     pseudonyms: &'a Pseudonyms,
     plan: &'a Plan,
     shift_days: i64,
+    /// Whether ages over 89 are aggregated (the policy generalises ages).
+    ages: bool,
+    ages_aggregated: usize,
     slots: Vec<Slot>,
     removed: usize,
     rejected: Option<Rejection>,
@@ -195,8 +211,14 @@ impl ResourceDeidentifier {
         &self.pseudonyms
     }
 
-    /// De-identifies one NDJSON line.
-    pub async fn line(&self, line: &str, index: &PatientIndex) -> Result<Done, Rejected> {
+    /// De-identifies one NDJSON line; `reference` is the date the export stands at (ages over
+    /// 89 are counted at it).
+    pub async fn line(
+        &self,
+        line: &str,
+        index: &PatientIndex,
+        reference: NaiveDate,
+    ) -> Result<Done, Rejected> {
         let reject = |reason, resource_type: Option<&str>| Rejected {
             reason,
             resource_type: resource_type.map(String::from),
@@ -222,10 +244,31 @@ impl ResourceDeidentifier {
             None => format!("{rt}/{}", resource["id"].as_str().unwrap_or_default()),
         };
         let plan = self.deid.plan_for(&self.prepared, Some(&subject));
+        let aggregate_ages = generalises_ages(&plan);
+        let mut ages_aggregated = 0;
+        if aggregate_ages {
+            if ages::PERSON_TYPES.contains(&rt.as_str())
+                && let Some(m) = resource.as_object_mut()
+                && ages::aggregate_birth_date(m, reference, plan.shift_days)
+            {
+                ages_aggregated += 1;
+            }
+            if rt == "Observation"
+                && ages::is_age_observation(&resource)
+                && let Some(q) = resource
+                    .get_mut("valueQuantity")
+                    .and_then(Value::as_object_mut)
+                && ages::aggregate_age(q)
+            {
+                ages_aggregated += 1;
+            }
+        }
         let mut walk = Walk {
             pseudonyms: &self.pseudonyms,
             plan: &plan,
             shift_days: plan.shift_days,
+            ages: aggregate_ages,
+            ages_aggregated,
             slots: Vec::new(),
             removed: 0,
             rejected: None,
@@ -237,7 +280,7 @@ impl ResourceDeidentifier {
         if let Some(reason) = walk.rejected {
             return Err(reject(reason, Some(&rt)));
         }
-        let (slots, removed) = (walk.slots, walk.removed);
+        let (slots, removed, ages_aggregated) = (walk.slots, walk.removed, walk.ages_aggregated);
         // What the text must lose, whatever the model says: the identifiers of every patient
         // the resource names (its own first; a mother's note names her newborn), the values
         // its own structure held, and the name it gives its patient.
@@ -270,17 +313,46 @@ impl ResourceDeidentifier {
             spans: 0,
             known_added: 0,
             removed,
+            ages_aggregated,
             free_text: Vec::new(),
         };
         let s = Subject {
             id: Some(&subject),
             known: &known,
         };
-        for slot in slots {
-            let new = self
-                .scrub(slot.text, &slot.kind, s, &mut done)
-                .await
-                .map_err(|reason| reject(reason, Some(&rt)))?;
+        // The true birth year of a patient over 89, wherever their texts still show it, and
+        // the year that stands for it in the structured data.
+        let birth_year = patient
+            .as_deref()
+            .filter(|_| aggregate_ages && !slots.is_empty())
+            .and_then(|p| index.life(p))
+            .and_then(|(birth, death)| {
+                let instead =
+                    ages::aggregated_birth_year(birth, death, reference, plan.shift_days)?;
+                Some((birth.get(..4)?.to_string(), instead))
+            });
+        // The resource's texts go to the model together, not one after the other: a note and
+        // its description fill the same batches.
+        let mut slots = slots;
+        let texts: Vec<String> = slots
+            .iter_mut()
+            .map(|slot| std::mem::take(&mut slot.text))
+            .collect();
+        let scrubbed = futures_util::future::join_all(
+            slots
+                .iter()
+                .zip(texts)
+                .map(|(slot, text)| self.scrub(text, &slot.kind, s)),
+        )
+        .await;
+        for (slot, scrubbed) in slots.into_iter().zip(scrubbed) {
+            let new = scrubbed.map_err(|reason| reject(reason, Some(&rt)))?;
+            done.spans += new.spans;
+            done.known_added += new.known_added;
+            let new = match &birth_year {
+                Some((year, instead)) => ages::replace_year(&new.text, year, instead),
+                None => new.text,
+            };
             let Some(target) = resource.pointer_mut(&slot.pointer) else {
                 continue;
             };
@@ -314,8 +386,7 @@ impl ResourceDeidentifier {
         text: String,
         kind: &SlotKind,
         subject: Subject<'_>,
-        done: &mut Done,
-    ) -> Result<String, Rejection> {
+    ) -> Result<Scrubbed, Rejection> {
         let failed = |e: DeidError| {
             tracing::warn!(error = %e, "free text could not be de-identified");
             Rejection::DeidentificationFailed
@@ -327,9 +398,11 @@ impl ResourceDeidentifier {
                     .run_patiently(&self.prepared, &self.model, Arc::from(text), subject)
                     .await
                     .map_err(failed)?;
-                done.spans += d.entities.len();
-                done.known_added += d.known_added;
-                Ok(d.text)
+                Ok(Scrubbed {
+                    spans: d.entities.len(),
+                    known_added: d.known_added,
+                    text: d.text,
+                })
             }
             SlotKind::Narrative(n) => {
                 let (joined, ranges) = n.joined();
@@ -337,8 +410,6 @@ impl ResourceDeidentifier {
                     .detect_patiently(joined, subject)
                     .await
                     .map_err(failed)?;
-                done.spans += found.spans.len();
-                done.known_added += found.known_added;
                 let plan = self.deid.plan_for(&self.prepared, subject.id);
                 let mut rewriter = Rewriter::new(&plan);
                 let mut reds = Vec::new();
@@ -358,7 +429,11 @@ impl ResourceDeidentifier {
                         rewriter.push(&found.text[r.clone()], &targets, &mut reds)
                     })
                     .collect();
-                Ok(n.rebuild(&texts))
+                Ok(Scrubbed {
+                    text: n.rebuild(&texts),
+                    spans: found.spans.len(),
+                    known_added: found.known_added,
+                })
             }
         }
     }
@@ -372,6 +447,13 @@ impl ResourceDeidentifier {
             .detect_patiently(&self.prepared, &self.model, Arc::from(text), subject)
             .await
     }
+}
+
+/// Whether the plan's policy puts ages over 89 in one category (`AGE = "age_over_89"`).
+fn generalises_ages(plan: &Plan) -> bool {
+    plan.policy
+        .as_ref()
+        .is_some_and(|p| p.action("AGE") == Action::AgeOver89)
 }
 
 /// The source id of the patient a resource belongs to: its own id for a Patient; else the
@@ -640,6 +722,23 @@ impl Walk<'_> {
                     None => {}
                 },
                 "display" if !is_coding => self.free_text(v),
+                // Age (`onsetAge`, `ageAge`…) and Range (`onsetRange`…) values over 89 years.
+                k if self.ages && k.ends_with("Age") && v.is_object() => {
+                    if let Some(q) = v.as_object_mut()
+                        && ages::aggregate_age(q)
+                    {
+                        self.ages_aggregated += 1;
+                    }
+                    self.value(v)
+                }
+                k if self.ages && k.ends_with("Range") && v.is_object() => {
+                    if let Some(r) = v.as_object_mut()
+                        && ages::aggregate_age_range(r)
+                    {
+                        self.ages_aggregated += 1;
+                    }
+                    self.value(v)
+                }
                 k if FREE_TEXT.contains(&k) && v.is_string() => self.free_text(v),
                 _ => self.value(v),
             }
