@@ -34,6 +34,8 @@ use serde_json::{Value, json};
 #[path = "support/helpers.rs"]
 mod helpers;
 use helpers::env_usize;
+#[path = "support/results.rs"]
+mod results;
 
 #[path = "../tests/common/bulk_server.rs"]
 #[allow(dead_code)]
@@ -339,6 +341,11 @@ async fn run(structured: usize, with_text: usize, rounds: usize) {
             .expect("client"),
     };
     let key = TestKey::ec_p384("bench-key");
+    let mut record = results::Report::new("fhir");
+    record
+        .knob("PHIFLOW_BENCH_RESOURCES", structured)
+        .knob("PHIFLOW_BENCH_TEXT_RESOURCES", with_text)
+        .knob("rounds", rounds);
     println!(
         "cores: {}; load average {}",
         std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -383,8 +390,29 @@ async fn run(structured: usize, with_text: usize, rounds: usize) {
         i.download,
         i.cpu
     );
+    record
+        .figure_min(
+            "structured resources/s",
+            "end to end",
+            rate,
+            "resources/s",
+            20_000.0,
+        )
+        .figure(
+            "structured resources/s",
+            "de-identification",
+            i.resources as f64 / i.deidentify,
+            "resources/s",
+        )
+        .figure(
+            "structured MB/s",
+            "end to end",
+            pop.bytes() as f64 / 1e6 / i.wall,
+            "MB/s",
+        );
     drop(pop);
     if with_text == 0 {
+        record.write();
         return;
     }
 
@@ -457,6 +485,16 @@ async fn run(structured: usize, with_text: usize, rounds: usize) {
         texts.len(),
         median(cpu_ratios)
     );
+    record
+        .figure_min(
+            "free text: ingestion / route",
+            "de-identification",
+            deid,
+            "ratio",
+            0.9,
+        )
+        .figure("free text: ingestion / route", "end to end", e2e, "ratio")
+        .write();
 }
 
 /// One ingestion of the free-text export, reported with what the model was given.
