@@ -257,8 +257,12 @@ impl<'p> State<'p> {
             Action::Replace => self.replace(original, label),
             Action::Hash => self.hash(original, label),
             Action::Year => {
-                match dates::parse_date(original, self.plan.day_first).and_then(|d| d.year()) {
-                    Some(y) => (Applied::Year, Some(y)),
+                let year = dates::parse_date(original, self.plan.day_first)
+                    .and_then(|d| d.year())
+                    .and_then(|y| y.parse().ok())
+                    .or_else(|| bare_year(original));
+                match year {
+                    Some(y) => year_or_older(y),
                     None => self.mask(original, label),
                 }
             }
@@ -410,6 +414,27 @@ fn first8(b: &[u8; 32]) -> [u8; 8] {
     let mut out = [0u8; 8];
     out.copy_from_slice(&b[..8]);
     out
+}
+
+/// A year written alone ("born in 1931"), four digits.
+fn bare_year(original: &str) -> Option<i32> {
+    let t = original.trim();
+    (t.len() == 4 && t.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| t.parse().ok())
+        .flatten()
+}
+
+/// A date reduced to its year, unless that year shows an age over 89 (HIPAA Safe Harbor
+/// §164.514(b)(2)(i)(C): such dates, year included, join one category): a year 90 or more
+/// before the current one becomes `"<that year> or earlier"`, the same for every such year.
+fn year_or_older(year: i32) -> (Applied, Option<String>) {
+    use chrono::Datelike;
+    let oldest = chrono::Utc::now().year() - 90;
+    if year <= oldest {
+        (Applied::AgeOver89, Some(format!("{oldest} or earlier")))
+    } else {
+        (Applied::Year, Some(format!("{year:04}")))
+    }
 }
 
 #[cfg(test)]
@@ -628,6 +653,35 @@ mod tests {
                 Applied::Zip3,
                 Applied::Keep
             ]
+        );
+    }
+
+    #[test]
+    fn years_showing_an_age_over_89_join_one_category() {
+        use chrono::Datelike;
+        let policies = Policies::builtin().expect("policies");
+        let mut p = plan(Method::Mask);
+        p.policy = policies.get("hipaa_safe_harbor");
+        let oldest = chrono::Utc::now().year() - 90;
+        let (old, older, young) = (oldest, oldest - 7, oldest + 1);
+        let text = format!("DOB 03/15/{older}, born in {old}, born in {young}");
+        let o = run(
+            &text,
+            &[
+                (&format!("03/15/{older}"), "DATE"),
+                (&old.to_string(), "DATE"),
+                (&young.to_string(), "DATE"),
+            ],
+            &p,
+        );
+        assert_eq!(
+            o.text,
+            format!("DOB {oldest} or earlier, born in {oldest} or earlier, born in {young}")
+        );
+        let actions: Vec<_> = o.redactions.iter().map(|r| r.action).collect();
+        assert_eq!(
+            actions,
+            [Applied::AgeOver89, Applied::AgeOver89, Applied::Year]
         );
     }
 

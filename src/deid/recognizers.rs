@@ -945,6 +945,8 @@ mod tests {
     #[test]
     fn names_and_places_from_context() {
         finds("accompanied by Sunny Ortel today", "NAME", "Sunny Ortel");
+        finds("she was born in 1931 in Ohio", "DATE", "1931");
+        finds("YOB: 1931.", "DATE", "1931");
         finds("her relative, Merit Dravec, called", "NAME", "Merit Dravec");
         finds("seen by Dr. John L. at noon", "NAME", "John L.");
         finds("Mgmt for Mr. W., who", "NAME", "W.");
