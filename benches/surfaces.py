@@ -85,6 +85,32 @@ def write_input(path: Path, ids: List[str], texts: List[str], batch_rows: int) -
     return per_group
 
 
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a process and all its descendants, reaped ones included:
+    rows per CPU second compare surfaces even on a machine other work is loading."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: Dict[int, List[int]] = {}
+    stats: Dict[int, List[str]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{d}/stat").read_text()
+        except OSError:
+            continue
+        fields = raw[raw.rindex(")") + 2 :].split()
+        stats[int(d)] = fields
+        children.setdefault(int(fields[1]), []).append(int(d))
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        if p in stats:
+            f = stats[p]
+            total += sum(int(x) for x in f[11:15]) / tick  # utime stime cutime cstime
+        todo.extend(children.get(p, []))
+    return total
+
+
 def texts_by_id(table: pa.Table) -> Dict[str, str]:
     return dict(zip(table.column("id").to_pylist(), table.column("deidentified_text").to_pylist()))
 
@@ -103,6 +129,7 @@ def service_env(base: Dict[str, str]) -> Dict[str, str]:
 
 
 def run_cli(binary: Path, src: Path, out: Path, batch_rows: int) -> dict:
+    cpu = tree_cpu(os.getpid())
     started = time.perf_counter()
     done = subprocess.run(
         [str(binary), "batch", "deidentify", "--method", "replace", "--batch-rows", str(batch_rows),
@@ -110,6 +137,7 @@ def run_cli(binary: Path, src: Path, out: Path, batch_rows: int) -> dict:
         cwd=ROOT, env=service_env(os.environ), capture_output=True, text=True,
     )
     wall = time.perf_counter() - started
+    cpu = tree_cpu(os.getpid()) - cpu
     if done.returncode != 0:
         sys.exit(f"the CLI failed: {done.stderr.strip()[-2000:]}")
     summary = json.loads(done.stdout)
@@ -117,12 +145,14 @@ def run_cli(binary: Path, src: Path, out: Path, batch_rows: int) -> dict:
         "rows_per_s": summary["rows_per_second"],
         "seconds": summary["seconds"],
         "wall_seconds": wall,
+        "cpu_seconds": cpu,  # start-up included
         "texts": texts_by_id(pq.read_table(out / "part-0-of-1.parquet", columns=["id", "deidentified_text"])),
     }
 
 
 def run_wheel(src: Path, out: Path, batch_rows: int) -> dict:
     engine = phiflow.Deidentifier(models_dir=MODELS_DIR, method="replace", secret_key=SECRET)
+    cpu = tree_cpu(os.getpid())
     started = time.perf_counter()
     reader = pq.ParquetFile(src)
     writer = None
@@ -135,10 +165,12 @@ def run_wheel(src: Path, out: Path, batch_rows: int) -> dict:
         rows += done.num_rows
     writer.close()
     secs = time.perf_counter() - started
+    cpu = tree_cpu(os.getpid()) - cpu
     del engine
     return {
         "rows_per_s": rows / secs,
         "seconds": secs,
+        "cpu_seconds": cpu,
         "texts": texts_by_id(pq.read_table(out, columns=["id", "deidentified_text"])),
     }
 
@@ -153,6 +185,7 @@ def run_spark(src: Path, out: Path, batch_rows: int, row_groups: int) -> dict:
         SparkSession.builder.master("local[2]")
         .appName("phiflow-bench-surfaces")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.python.worker.reuse", "true")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_rows))
         # One task per row group: the file's splits, no shuffle.
@@ -161,6 +194,7 @@ def run_spark(src: Path, out: Path, batch_rows: int, row_groups: int) -> dict:
         .config("spark.executorEnv.SERVICE_DEID_SECRET_KEY", SECRET)
         .getOrCreate()
     )
+    spark.sparkContext.setLogLevel("ERROR")
     try:
         config = {"models_dir": MODELS_DIR, "method": "replace", "threads": 1}
         deidentify = phiflow.spark.mapper(config, "text", "id")
@@ -173,13 +207,21 @@ def run_spark(src: Path, out: Path, batch_rows: int, row_groups: int) -> dict:
         spark.range(0, 2, 1, 2).mapInArrow(warm, "id long").collect()
         df = spark.read.parquet(str(src))
         tasks = df.rdd.getNumPartitions()
+        cpu = tree_cpu(os.getpid())
         started = time.perf_counter()
         df.mapInArrow(deidentify, phiflow.spark.output_schema(df.schema)).write.mode("overwrite").parquet(str(out))
         secs = time.perf_counter() - started
+        cpu = tree_cpu(os.getpid()) - cpu
     finally:
         spark.stop()
     table = pq.read_table(out, columns=["id", "deidentified_text"])
-    return {"rows_per_s": table.num_rows / secs, "seconds": secs, "tasks": tasks, "texts": texts_by_id(table)}
+    return {
+        "rows_per_s": table.num_rows / secs,
+        "seconds": secs,
+        "cpu_seconds": cpu,
+        "tasks": tasks,
+        "texts": texts_by_id(table),
+    }
 
 
 def free_port() -> int:
@@ -225,14 +267,16 @@ def run_http(binary: Path, ids: List[str], texts: List[str], concurrency: int, d
 
         with ThreadPoolExecutor(max_workers=concurrency) as pool:
             list(pool.map(post, texts[: 2 * concurrency]))  # warm-up: connections and sessions
+            cpu = tree_cpu(os.getpid())
             started = time.perf_counter()
             got = list(pool.map(post, texts))
             secs = time.perf_counter() - started
+            cpu = tree_cpu(os.getpid()) - cpu  # the server's and the client's
     finally:
         server.terminate()
         server.wait(timeout=60)
         log.close()
-    return {"rows_per_s": len(texts) / secs, "seconds": secs, "texts": dict(zip(ids, got))}
+    return {"rows_per_s": len(texts) / secs, "seconds": secs, "cpu_seconds": cpu, "texts": dict(zip(ids, got))}
 
 
 def main() -> None:
@@ -282,9 +326,10 @@ def main() -> None:
             same = sum(1 for i in ids if r["texts"].get(i) == cli["texts"].get(i))
             ratio = r["rows_per_s"] / cli["rows_per_s"]
             extra = f", {r['tasks']} tasks" if "tasks" in r else ""
+            per_cpu = len(ids) / r["cpu_seconds"] if r.get("cpu_seconds") else float("nan")
             print(f"{name:6} {r['rows_per_s']:8.1f} rows/s  ratio to CLI {ratio:5.3f}  "
-                  f"({r['seconds']:.1f} s timed, {r['total_seconds']:.1f} s with start-up{extra}); "
-                  f"identical text {same}/{len(ids)}")
+                  f"({r['seconds']:.1f} s timed, {r['total_seconds']:.1f} s with start-up{extra}; "
+                  f"{per_cpu:.1f} rows per CPU second); identical text {same}/{len(ids)}")
             if same != len(ids) or len(r["texts"]) != len(ids):
                 failed.append(name)
             figures.append({"series": "throughput", "x": name, "value": round(r["rows_per_s"], 2), "unit": "rows/s"})
