@@ -4,8 +4,9 @@
 //! each and the ratio HTTP/CLI. It also checks that both gave the same de-identified text.
 //!
 //! Run: `cargo bench --bench batch` (PHIFLOW_BENCH_ROWS sets the note count, default 1000;
-//! `PHIFLOW_BENCH_ROWS=100000` for the issue's figure; PHIFLOW_BENCH_CONCURRENCY the HTTP
-//! requests in flight, default 96: the most rows the CLI has in flight, 3 batches of 32).
+//! PHIFLOW_BENCH_CONCURRENCY the HTTP requests in flight, default 96: the most rows the CLI has
+//! in flight, 3 batches of 32). Issue 17's figure, every surface on one file, is
+//! `scripts/bench-surfaces 100000`.
 
 use std::collections::HashMap;
 use std::path::Path;

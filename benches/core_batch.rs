@@ -1,6 +1,6 @@
-//! The core's Arrow batch path (`Deidentifier::deidentify_batch`) over a Parquet file of notes:
-//! the reference the Python bench (`tests/python/bench.py`, run by `scripts/bench-python`)
-//! divides the wheel's and Spark's rows/s by. Prints one JSON line.
+//! The core's Arrow batch path (`Deidentifier::deidentify_batch`) over a Parquet file of notes,
+//! without the CLI's reading and writing: the library's own rows/s (`scripts/bench-surfaces`
+//! compares the surfaces with each other). Prints one JSON line.
 //!
 //! Run: `PHIFLOW_BATCH_BENCH_PARQUET=notes.parquet cargo bench --bench core_batch` (columns `id`,
 //! `text`; `PHIFLOW_BATCH_BENCH_ROWS` rows per batch, default 256; `method` replace).
