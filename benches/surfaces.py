@@ -346,7 +346,6 @@ def main() -> None:
             "profile": "release",
             "cores": os.cpu_count(),
             "source": "measured by scripts/bench-surfaces (benches/surfaces.py)",
-            "rows": args.rows,
             "knobs": {
                 "rows": str(args.rows),
                 "batch_rows": str(args.batch_rows),
