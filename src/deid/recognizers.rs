@@ -947,6 +947,18 @@ mod tests {
         finds("accompanied by Sunny Ortel today", "NAME", "Sunny Ortel");
         finds("she was born in 1931 in Ohio", "DATE", "1931");
         finds("YOB: 1931.", "DATE", "1931");
+        finds("her mother died at 96 of a stroke", "AGE", "96");
+        finds("father passed away at the age of 93.", "AGE", "93");
+        assert!(
+            !found("he died at 10:30 on the ward")
+                .iter()
+                .any(|f| f.1 == "AGE")
+        );
+        assert!(
+            !found("died at 36 weeks gestation")
+                .iter()
+                .any(|f| f.1 == "AGE")
+        );
         finds("her relative, Merit Dravec, called", "NAME", "Merit Dravec");
         finds("seen by Dr. John L. at noon", "NAME", "John L.");
         finds("Mgmt for Mr. W., who", "NAME", "W.");
