@@ -192,12 +192,32 @@ impl Encoded {
 }
 
 /// Opens an input file, decompressing `.gz`.
-fn open(source: &Source) -> Result<Box<dyn BufRead + Send>, ExportError> {
-    let read = |e| ExportError::Read {
+/// Counts the bytes read from the file itself, under any decompression: progress and its ETA
+/// are in the file's bytes, which is what the total is made of (a `.gz` file's decompressed
+/// lines would run past it several times over).
+struct Counted<R> {
+    inner: R,
+    read: Arc<AtomicU64>,
+}
+
+impl<R: io::Read> io::Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// The source's lines, decompressed when it is a `.gz` file; `read` counts its file's bytes.
+fn open(source: &Source, read: Arc<AtomicU64>) -> Result<Box<dyn BufRead + Send>, ExportError> {
+    let err = |e| ExportError::Read {
         name: source.name.clone(),
         source: e,
     };
-    let f = File::open(&source.path).map_err(read)?;
+    let f = Counted {
+        inner: File::open(&source.path).map_err(err)?,
+        read,
+    };
     let gz = source
         .path
         .extension()
@@ -212,12 +232,15 @@ fn open(source: &Source) -> Result<Box<dyn BufRead + Send>, ExportError> {
     })
 }
 
-/// Calls `f` with each non-empty line (1-based number, bytes without the newline).
+/// Calls `f` with each non-empty line (1-based number, bytes without the newline, and the file
+/// bytes read since the previous call).
 fn each_line(
     source: &Source,
-    mut f: impl FnMut(u64, &[u8]) -> Result<(), ExportError>,
+    mut f: impl FnMut(u64, &[u8], u64) -> Result<(), ExportError>,
 ) -> Result<(), ExportError> {
-    let mut r = open(source)?;
+    let read = Arc::new(AtomicU64::new(0));
+    let mut r = open(source, read.clone())?;
+    let mut counted = 0;
     let mut buf = Vec::new();
     let mut n = 0u64;
     loop {
@@ -234,7 +257,9 @@ fn each_line(
         n += 1;
         let line = buf.trim_ascii();
         if !line.is_empty() {
-            f(n, line)?;
+            let now = read.load(Ordering::Relaxed);
+            f(n, line, now - counted)?;
+            counted = now;
         }
     }
 }
@@ -247,7 +272,7 @@ pub fn index(sources: &[Source]) -> Result<PatientIndex, ExportError> {
     let names = aho_corasick::AhoCorasick::new([&b"\"Patient\""[..], b"\"RelatedPerson\""])
         .map_err(|e| ExportError::Part(e.to_string()))?;
     for s in sources {
-        each_line(s, |_, line| {
+        each_line(s, |_, line, _| {
             if names.is_match(line)
                 && let Ok(v) = serde_json::from_slice::<Value>(line)
             {
@@ -364,15 +389,15 @@ impl Exporter {
         // Lines are read on a blocking thread and handed over in batches (one wake-up per
         // batch, not per line); they are de-identified IN_FLIGHT at a time and written back
         // in input order.
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<(u64, Vec<u8>)>>(4);
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<(u64, Vec<u8>, u64)>>(4);
         let reader = {
             let source = source.clone();
             tokio::task::spawn_blocking(move || {
                 let mut batch = Vec::with_capacity(BATCH_LINES);
                 let mut bytes = 0;
-                each_line(&source, |n, line| {
+                each_line(&source, |n, line, read| {
                     bytes += line.len();
-                    batch.push((n, line.to_vec()));
+                    batch.push((n, line.to_vec(), read));
                     if batch.len() >= BATCH_LINES || bytes >= BATCH_BYTES {
                         bytes = 0;
                         let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_LINES));
@@ -391,7 +416,7 @@ impl Exporter {
         let mut tasks: tokio::task::JoinSet<(u64, String, Encoding)> = tokio::task::JoinSet::new();
         let mut ready: BTreeMap<u64, (String, Encoding)> = BTreeMap::new();
         let mut order: std::collections::VecDeque<u64> = std::collections::VecDeque::new();
-        let mut pending: std::collections::VecDeque<(u64, Vec<u8>)> =
+        let mut pending: std::collections::VecDeque<(u64, Vec<u8>, u64)> =
             std::collections::VecDeque::new();
         let mut reading = true;
         loop {
@@ -400,13 +425,11 @@ impl Exporter {
                 return Err(ExportError::Cancelled);
             }
             while tasks.len() < IN_FLIGHT {
-                let Some((n, bytes)) = pending.pop_front() else {
+                let Some((n, bytes, read)) = pending.pop_front() else {
                     break;
                 };
                 order.push_back(n);
-                progress
-                    .bytes
-                    .fetch_add(bytes.len() as u64 + 1, Ordering::Relaxed);
+                progress.bytes.fetch_add(read, Ordering::Relaxed);
                 let (rd, index, reference) = (self.rd.clone(), index.clone(), self.reference);
                 tasks.spawn(async move {
                     let r = match std::str::from_utf8(&bytes) {
@@ -691,4 +714,48 @@ pub fn total_bytes(sources: &[Source]) -> u64 {
         .filter_map(|s| fs::metadata(&s.path).ok())
         .map(|m| m.len())
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    /// Progress counts a `.gz` file's own bytes, so its total and ETA hold: the decompressed
+    /// lines are many times the file.
+    #[test]
+    fn lines_of_a_gz_file_count_its_compressed_bytes() {
+        let dir = std::env::temp_dir().join(format!("phiflow-gz-{}", uuid::Uuid::new_v4()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("Patient.ndjson.gz");
+        let line = format!(
+            "{{\"resourceType\":\"Patient\",\"id\":\"p\",\"x\":\"{}\"}}\n",
+            "a".repeat(500)
+        );
+        let mut gz = flate2::write::GzEncoder::new(
+            File::create(&path).unwrap(),
+            flate2::Compression::default(),
+        );
+        for _ in 0..2000 {
+            gz.write_all(line.as_bytes()).unwrap();
+        }
+        gz.finish().unwrap();
+        let source = Source {
+            name: "Patient.ndjson.gz".into(),
+            path: path.clone(),
+        };
+        let (mut lines, mut read, mut text) = (0, 0, 0);
+        each_line(&source, |_, l, r| {
+            lines += 1;
+            read += r;
+            text += l.len();
+            Ok(())
+        })
+        .unwrap();
+        let size = fs::metadata(&path).unwrap().len();
+        assert_eq!(lines, 2000);
+        assert!(text as u64 > 50 * size, "the file compresses well");
+        let _ = fs::remove_dir_all(&dir);
+        assert!(read <= size && read + 64 >= size, "read {read} of {size}");
+    }
 }
