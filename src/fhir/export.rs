@@ -719,7 +719,6 @@ pub fn total_bytes(sources: &[Source]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write as _;
 
     /// Progress counts a `.gz` file's own bytes, so its total and ETA hold: the decompressed
     /// lines are many times the file.
