@@ -947,6 +947,7 @@ mod tests {
         finds("accompanied by Sunny Ortel today", "NAME", "Sunny Ortel");
         finds("she was born in 1931 in Ohio", "DATE", "1931");
         finds("YOB: 1931.", "DATE", "1931");
+        finds("(MRN: #SF-998877)?", "MEDICAL_RECORD_NUMBER", "#SF-998877");
         finds("her mother died at 96 of a stroke", "AGE", "96");
         finds("father passed away at the age of 93.", "AGE", "93");
         assert!(
