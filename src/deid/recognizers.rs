@@ -948,6 +948,23 @@ mod tests {
         finds("she was born in 1931 in Ohio", "DATE", "1931");
         finds("YOB: 1931.", "DATE", "1931");
         finds("(MRN: #SF-998877)?", "MEDICAL_RECORD_NUMBER", "#SF-998877");
+        finds(
+            "Brief history: Lê Thị Lan is a 19-yr-old",
+            "NAME",
+            "Lê Thị Lan",
+        );
+        finds(
+            "Triage Trần Thị Hoa    medical record",
+            "NAME",
+            "Trần Thị Hoa",
+        );
+        finds("seen with Nguyen Van An.", "NAME", "Nguyen Van An");
+        finds("son Đặng Văn Hùng called", "NAME", "Đặng Văn Hùng");
+        assert!(
+            !found("a Le Fort fracture, Do Not Resuscitate")
+                .iter()
+                .any(|f| f.1 == "NAME")
+        );
         finds("her mother died at 96 of a stroke", "AGE", "96");
         finds("father passed away at the age of 93.", "AGE", "93");
         assert!(
