@@ -960,6 +960,11 @@ mod tests {
         );
         finds("seen with Nguyen Van An.", "NAME", "Nguyen Van An");
         finds("son Đặng Văn Hùng called", "NAME", "Đặng Văn Hùng");
+        finds(
+            "SUBJECTIVE: M. Brontë is a 36 year old man",
+            "NAME",
+            "M. Brontë",
+        );
         assert!(
             !found("a Le Fort fracture, Do Not Resuscitate")
                 .iter()
