@@ -8,7 +8,6 @@
 //! once load stops. Run: `cargo bench --bench memory` (`PHIFLOW_MEMORY_BENCH_CONCURRENCY`,
 //! default 8, and `PHIFLOW_MEMORY_BENCH_REQUESTS`, default 48, shape the burst).
 
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -19,59 +18,12 @@ use serde_json::{Value, json};
 mod corpus;
 #[path = "support/helpers.rs"]
 mod helpers;
-use helpers::{env_usize, rss};
+use helpers::{env_usize, rss, serve};
 #[path = "support/results.rs"]
 mod results;
 
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn mb(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
-}
-
-async fn start(client: &reqwest::Client) -> Server {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port");
-    let child = Command::new(env!("CARGO_BIN_EXE_phiflow"))
-        .arg("serve")
-        .env("SERVICE_PORT", port.to_string())
-        .env(
-            "SERVICE_DATA_DIR",
-            std::env::temp_dir().join("phiflow-memory-bench"),
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start phiflow serve (run scripts/fetch-assets first)");
-    let server = Server {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-    };
-    let deadline = Instant::now() + Duration::from_secs(180);
-    loop {
-        let status = client
-            .get(format!("{}/readyz", server.base))
-            .send()
-            .await
-            .map(|r| r.status().as_u16());
-        if status.ok() == Some(200) {
-            return server;
-        }
-        assert!(Instant::now() < deadline, "server never became ready");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 /// A text of about `chars` characters cut from the bench corpus.
@@ -108,7 +60,12 @@ async fn run() {
         .timeout(Duration::from_secs(600))
         .build()
         .expect("client");
-    let server = start(&client).await;
+    // A blocking wait for readiness, off the runtime's workers.
+    let server = tokio::task::spawn_blocking(|| {
+        serve("phiflow-memory-bench", &[], Duration::from_secs(180))
+    })
+    .await
+    .expect("start task");
     let pid = server.child.id();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let idle = rss(pid);

@@ -10,7 +10,6 @@
 //! part's stream after that many seconds (on 2 CPU cores the model scores about 0.6 MB a minute,
 //! so a whole 50 MB stream takes over an hour there).
 
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -21,68 +20,9 @@ use serde_json::{Value, json};
 mod corpus;
 #[path = "support/helpers.rs"]
 mod helpers;
-use helpers::rss;
+use helpers::{rss, serve};
 #[path = "support/results.rs"]
 mod results;
-
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
-fn start() -> Server {
-    let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_phiflow"))
-        .arg("serve")
-        .env("SERVICE_PORT", port.to_string())
-        .env("SERVICE_MAX_BODY_BYTES", (128u64 << 20).to_string())
-        .env("SERVICE_MAX_TEXT_CHARS", "100000000")
-        .env(
-            "SERVICE_DATA_DIR",
-            std::env::temp_dir().join("phiflow-stream-bench"),
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start phiflow serve (run scripts/fetch-assets first)");
-    let base = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while ureq_status(&format!("{base}/readyz")) != Some(200) {
-        assert!(Instant::now() < deadline, "server never became ready");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    Server { child, base }
-}
-
-/// Status of a GET with a plain socket (no runtime needed).
-fn ureq_status(url: &str) -> Option<u16> {
-    use std::io::{Read, Write};
-    let rest = url.strip_prefix("http://")?;
-    let (host, path) = rest.split_once('/')?;
-    let mut s = std::net::TcpStream::connect(host).ok()?;
-    write!(
-        s,
-        "GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).ok()?;
-    buf.split_whitespace().nth(1)?.parse().ok()
-}
 
 /// A note of about `bytes` bytes: the bench corpus repeated, with line breaks between notes.
 fn note(bytes: usize) -> String {
@@ -156,7 +96,14 @@ fn body_of(text: &str) -> String {
 fn main() {
     let plan = std::env::var("PHIFLOW_STREAM_BENCH")
         .unwrap_or_else(|_| "throughput:1,first:10,memory:50".into());
-    let server = start();
+    let server = serve(
+        "phiflow-stream-bench",
+        &[
+            ("SERVICE_MAX_BODY_BYTES", (128u64 << 20).to_string()),
+            ("SERVICE_MAX_TEXT_CHARS", "100000000".into()),
+        ],
+        Duration::from_secs(120),
+    );
     let pid = server.child.id();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -59,12 +59,11 @@ struct PatternSpec {
     labelled: bool,
 }
 
-/// One compiled pattern.
+/// One pattern: what a match of its regex (at the same index in `Recognizers::regexes`) means.
 #[derive(Debug)]
 struct Pattern {
     id: Arc<str>,
     label: &'static str,
-    regex: Regex,
     score: f32,
     priority: i32,
     validator: Option<Validator>,
@@ -155,6 +154,8 @@ impl Recognizers {
         gazetteer: impl Fn(&str) -> Option<Gazetteer>,
     ) -> Result<Self, RecognizerError> {
         let mut patterns = Vec::new();
+        // Each pattern's compiled regex, in the same order (the sets the searches borrow).
+        let mut regexes = Vec::new();
         let mut versions = Vec::new();
         let mut ids = HashSet::new();
         let mut inactive = Vec::new();
@@ -221,12 +222,12 @@ impl Recognizers {
                         .map(|(i, _)| i)
                         .collect(),
                     gated,
-                    regex,
                 });
+                regexes.push(regex);
             }
         }
         Ok(Self {
-            regexes: RegexSets::new(patterns.iter().map(|p| p.regex.clone()).collect()),
+            regexes: RegexSets::new(regexes),
             patterns,
             version: versions.join("+"),
             inactive,
