@@ -64,8 +64,8 @@ fn safe_harbor_recall_on_the_synthetic_corpus() {
 /// leaks). Measured with `phiflow eval` (README "De-identification quality"); a change that lowers
 /// recall or adds a leak on either half fails here. The held-out half was never looked at.
 const THIRD_PARTY_FLOORS: [(&str, f64, f64, usize); 2] = [
-    ("asq-phi-dev", 0.970, 0.93, 9),
-    ("asq-phi-test", 0.965, 0.935, 10),
+    ("asq-phi-dev", 0.975, 0.93, 1),
+    ("asq-phi-test", 0.968, 0.935, 3),
 ];
 
 #[test]

@@ -505,19 +505,52 @@ fn parse_numeric(toks: &[Tok<'_>], core: &str, day_first: bool) -> Option<Parsed
                 },
             ],
         }),
-        // Month + year: MM/YYYY, MM-YYYY (not '.', which reads as a decimal number).
-        [m, s, y] if m.is_num(1, 2) && y.is_num(4, 4) && s.is_sep(&["/", "-"]) => Some(Parsed {
-            year: year_of(y.text),
-            month: value(m.text)?,
-            day: None,
-            pieces: vec![
-                Piece::MonthNum {
-                    pad: pad_evidence(m.text).unwrap_or(true),
-                },
-                lit(s.text),
-                Piece::Year { two_digit: false },
-            ],
-        }),
+        // Month + year: MM/YYYY, MM-YYYY (not '.', which reads as a decimal number), and
+        // MM/YY when the second part cannot be a day ("4/89"; "4/05" stays a month and day).
+        [m, s, y]
+            if m.is_num(1, 2)
+                && (y.is_num(4, 4) && s.is_sep(&["/", "-"])
+                    || y.is_num(2, 2) && s.is_sep(&["/"]) && value(y.text)? > 31) =>
+        {
+            Some(Parsed {
+                year: year_of(y.text),
+                month: value(m.text)?,
+                day: None,
+                pieces: vec![
+                    Piece::MonthNum {
+                        pad: pad_evidence(m.text).unwrap_or(true),
+                    },
+                    lit(s.text),
+                    Piece::Year {
+                        two_digit: y.text.len() == 2,
+                    },
+                ],
+            })
+        }
+        // Month and day without a year, written with '/' ("3/14"; "14/3" day first). Clinical
+        // notes write most dates this way; recognizers only claim them with a date word around.
+        [a, s, b] if a.is_num(1, 2) && b.is_num(1, 2) && s.is_sep(&["/"]) => {
+            let (va, vb) = (value(a.text)?, value(b.text)?);
+            let month_first = month_first(va, vb, day_first)?;
+            let (m, d) = if month_first { (a, b) } else { (b, a) };
+            let (mpad, dpad) = pads(m.text, d.text, false);
+            let month_piece = Piece::MonthNum { pad: mpad };
+            let day_piece = Piece::Day {
+                pad: dpad,
+                ordinal: None,
+            };
+            let pieces = if month_first {
+                vec![month_piece, lit(s.text), day_piece]
+            } else {
+                vec![day_piece, lit(s.text), month_piece]
+            };
+            Some(Parsed {
+                year: None,
+                month: value(m.text)?,
+                day: Some(value(d.text)?),
+                pieces,
+            })
+        }
         // A/B/C with a 2- or 4-digit year; A/B order decided by values, then `day_first`.
         [a, s1, b, s2, c]
             if a.is_num(1, 2)
@@ -528,12 +561,7 @@ fn parse_numeric(toks: &[Tok<'_>], core: &str, day_first: bool) -> Option<Parsed
                 && s2.kind == Kind::Sep =>
         {
             let (va, vb) = (value(a.text)?, value(b.text)?);
-            let month_first = match (va > 12, vb > 12) {
-                (true, true) => return None,
-                (true, false) => false,
-                (false, true) => true,
-                (false, false) => !day_first,
-            };
+            let month_first = month_first(va, vb, day_first)?;
             let (m, d) = if month_first { (a, b) } else { (b, a) };
             let (mpad, dpad) = pads(m.text, d.text, true);
             let month_piece = Piece::MonthNum { pad: mpad };
@@ -562,6 +590,17 @@ fn parse_numeric(toks: &[Tok<'_>], core: &str, day_first: bool) -> Option<Parsed
             })
         }
         _ => None,
+    }
+}
+
+/// Whether A/B reads as month/day: a part over 12 can only be the day, else `day_first`
+/// decides; `None` when both are over 12.
+fn month_first(a: u32, b: u32, day_first: bool) -> Option<bool> {
+    match (a > 12, b > 12) {
+        (true, true) => None,
+        (true, false) => Some(false),
+        (false, true) => Some(true),
+        (false, false) => Some(!day_first),
     }
 }
 
@@ -806,6 +845,10 @@ fn parse_named(toks: &[Tok<'_>]) -> Option<Parsed> {
         && matches!(els.get(body_start), Some(El::Num(_)))
         && matches!(seps.get(body_start), Some(&("-" | "/")))
         && seps.get(body_start) == seps.get(body_start + 1);
+    // "11-Mar": day and month joined by '-', no year.
+    let dash_dm = roles.get(body_start..) == Some(&[Role::Day, Role::Month][..])
+        && matches!(els.get(body_start), Some(El::Num(_)))
+        && seps.get(body_start) == Some(&"-");
     // "Mar-2021" / "Mar/2021".
     let dash_my = roles.get(body_start..) == Some(&[Role::Month, Role::Year][..])
         && matches!(seps.get(body_start), Some(&("-" | "/")));
@@ -838,7 +881,7 @@ fn parse_named(toks: &[Tok<'_>]) -> Option<Parsed> {
             }
             (El::Num(d) | El::Ord(d, _), Role::Day) => {
                 let ok = match next {
-                    Some(Role::Month) => is_ws(after) || dash_dmy,
+                    Some(Role::Month) => is_ws(after) || dash_dmy || dash_dm,
                     Some(Role::Of) => is_ws(after),
                     Some(Role::Year) => is_comma_ws(after),
                     None => after.is_empty(),
@@ -874,7 +917,7 @@ fn parse_named(toks: &[Tok<'_>]) -> Option<Parsed> {
                     abbr: match kind {
                         NameKind::Full => false,
                         NameKind::Abbr => true,
-                        NameKind::Either => period || dash_dmy || dash_my,
+                        NameKind::Either => period || dash_dmy || dash_my || dash_dm,
                     },
                     case: Case::of(text),
                     month: m,
@@ -954,6 +997,11 @@ mod tests {
         "Mar-2021",
         "March 15",
         "15 March",
+        "11-Mar",
+        "3/14",
+        "03/14",
+        "12/5",
+        "4/89",
         "15 Mar.",
         "MARCH 15, 2021",
         "march 15, 2021",
@@ -1072,8 +1120,10 @@ mod tests {
             "00/10/2020",
             "15 mg",
             "120/80",
-            "3/4",
             "3/4/5",
+            "13/14",
+            "0/5",
+            "3/123",
             "2021",
             "15",
             "abc",
@@ -1200,6 +1250,12 @@ mod tests {
         assert_eq!(m.shifted(1, false), "Mar 1");
         assert_eq!(m.shifted(1, true), "Mar 1");
         assert_eq!(p("Dec 31").shifted(1, false), "Jan 1");
+        assert_eq!(p("3/14").year(), None);
+        assert_eq!(p("3/31").shifted(1, false), "4/1");
+        assert_eq!(pd("14/3").shifted(1, false), "15/3");
+        assert_eq!(p("11-Mar").shifted(1, false), "12-Mar");
+        assert_eq!(p("4/89").year().as_deref(), Some("1989"));
+        assert!(!p("4/89").has_day());
     }
 
     #[test]

@@ -905,11 +905,74 @@ mod tests {
     }
 
     #[test]
+    fn dates_without_a_year_need_a_date_word() {
+        for (t, v) in [
+            ("Admitted 3/14 to 4 West; discharged 3/19.", "3/14"),
+            ("Admitted 3/14 to 4 West; discharged 3/19.", "3/19"),
+            ("Labs on 12/5: WBC 11.2", "12/5"),
+            ("clinic on Thursday, 4/12. CXR", "4/12"),
+            ("Pulmonary clinic with Dr. Tsai 4/2.", "4/2"),
+            ("Echocardiogram 4/89: EF 55%.", "4/89"),
+            ("CXR from 11-Mar showed", "11-Mar"),
+            ("seen by Dr. T. in Boston last December?", "last December"),
+            ("seen last week at Baylor", "last week"),
+            ("symptoms since March, worse", "March"),
+        ] {
+            finds(t, "DATE", v);
+        }
+        for t in [
+            "take 1/2 tab at night",
+            "strength 5/5 in all extremities",
+            "pain 7/10, grade 2/6 murmur",
+            "decreased in 1/3 of patients",
+            "on 3/4/5 ratio",
+            "BP 132/84 on arrival",
+            "in March 2021 she",
+            "for the past week",
+        ] {
+            let got = found(t);
+            assert!(
+                got.iter()
+                    .all(|(p, ..)| !p.starts_with("date_slash") && p != "date_relative"),
+                "{t}: {got:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn pagers_extensions_handles_pins_and_coordinates() {
+        finds("Pager 4-4012 after hours", "PHONE", "4-4012");
+        finds("ext. 5521 for the desk", "PHONE", "5521");
+        finds("call x4-3391 with questions", "PHONE", "4-3391");
+        finds(
+            "Her Instagram is @lila.moves today",
+            "USERNAME",
+            "@lila.moves",
+        );
+        finds("my PIN is 4821.", "OTHER_IDENTIFIER", "4821");
+        finds("Her CVV is 123 and", "CREDIT_CARD", "123");
+        finds("card expires 11/26.", "DATE", "11/26");
+        finds("password: Tardis#1963.", "OTHER_IDENTIFIER", "Tardis#1963");
+        finds(
+            "Coordinates 40.7128, -74.0060 were logged",
+            "LOCATION",
+            "40.7128, -74.0060",
+        );
+        let got = found("email jo@example.org and x10 magnification");
+        assert!(
+            got.iter()
+                .all(|(_, l, _)| *l != "USERNAME" && *l != "PHONE"),
+            "{got:?}"
+        );
+    }
+
+    #[test]
     fn phones_in_national_layouts_with_a_cue() {
         finds("mobile: 516 466 638.", "PHONE", "516 466 638");
         finds("fax 24 984734 today", "FAX", "24 984734");
         finds("reach her on 20-33-70-48.", "PHONE", "20-33-70-48");
         finds("5164666381 mobile", "PHONE", "5164666381");
+        finds("work 0161 555 0199.", "PHONE", "0161 555 0199");
         let got = found("cell count 150000 today");
         assert!(got.iter().all(|(_, l, _)| *l != "PHONE"), "{got:?}");
     }
@@ -1039,6 +1102,7 @@ mod tests {
         );
         has("seen at our Chicago clinic", "CITY", "Chicago");
         has("Marcus: I told you so", "NAME", "Marcus");
+        has("Doctor: How often? Marcus: Maybe twice.", "NAME", "Marcus");
         has("Triage RN: nurse Emily at 18:53", "NAME", "Emily");
         has(
             "label reprinted for SMITH, CHIOMA, MRN",

@@ -105,6 +105,11 @@ fn absorb(parts: &[Span], f: &Finding, finding_decides: bool) -> Span {
     let finding_canon = canonical_label(f.label);
     let compatible = |s: &Span| {
         let c = canonical_label(&s.label);
+        // A state is the one place Safe Harbor keeps, so the model calling "New York" in
+        // "New York, NY 10023" a state must not outvote a pattern that found a city there.
+        if (c.name == "STATE") != (finding_canon.name == "STATE") {
+            return false;
+        }
         c == finding_canon || c.hipaa_class == finding_canon.hipaa_class
     };
     let best = parts.iter().max_by(|a, b| a.score.total_cmp(&b.score));
@@ -450,6 +455,13 @@ mod tests {
             got,
             vec![("01/15/1970".into(), "DATE".into(), Source::Both)]
         );
+    }
+
+    #[test]
+    fn a_city_found_by_a_pattern_outvotes_the_model_calling_it_a_state() {
+        let t = "311 West 75th St, New York, NY 10023";
+        let got = run(t, vec![Span::model(18, 26, "STATE", 0.8)], MERGE);
+        assert_eq!(got, vec![("New York".into(), "CITY".into(), Source::Both)]);
     }
 
     #[test]
