@@ -940,6 +940,14 @@ mod tests {
     }
 
     #[test]
+    fn ages_over_89_after_turned_or_in_words() {
+        finds("He turned 91 last spring", "AGE", "91");
+        finds("She is ninety-two years old", "AGE", "ninety-two");
+        let got = found("the knee turned 90 degrees; dose turned 10 mg");
+        assert!(got.iter().all(|(_, l, _)| *l != "AGE"), "{got:?}");
+    }
+
+    #[test]
     fn pagers_extensions_handles_pins_and_coordinates() {
         finds("Pager 4-4012 after hours", "PHONE", "4-4012");
         finds("ext. 5521 for the desk", "PHONE", "5521");
@@ -1103,6 +1111,7 @@ mod tests {
         has("seen at our Chicago clinic", "CITY", "Chicago");
         has("Marcus: I told you so", "NAME", "Marcus");
         has("Doctor: How often? Marcus: Maybe twice.", "NAME", "Marcus");
+        has("The Smith family farm in", "LAST_NAME", "Smith");
         has("Triage RN: nurse Emily at 18:53", "NAME", "Emily");
         has(
             "label reprinted for SMITH, CHIOMA, MRN",
