@@ -186,7 +186,12 @@ fn phiflow_at(input: &Path, output: &Path, reference: &str) -> Command {
 }
 
 fn run_ok(input: &Path, output: &Path) -> String {
-    let out = phiflow(input, output).output().expect("phiflow runs");
+    succeeds(phiflow(input, output))
+}
+
+/// Runs `phiflow`, asserts it succeeded and returns its stdout.
+fn succeeds(mut command: Command) -> String {
+    let out = command.output().expect("phiflow runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "phiflow failed: {stderr}");
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -1097,14 +1102,7 @@ fn ages_over_89_are_aggregated_in_structured_fields() {
     // At an earlier reference date "still-89" keeps a (shifted) birth date and "just-90" does
     // not; without a policy nothing is aggregated.
     let earlier = common::temp_dir("fhir-ages-earlier");
-    let out = phiflow_at(&input, &earlier, "2026-06-30")
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeds(phiflow_at(&input, &earlier, "2026-06-30"));
     let patients = by_source_id(&earlier, "Patient");
     assert_eq!(patients["just-90"]["birthDate"], "1936");
     assert_eq!(
@@ -1112,15 +1110,9 @@ fn ages_over_89_are_aggregated_in_structured_fields() {
         Some(10)
     );
     let none = common::temp_dir("fhir-ages-none");
-    let out = phiflow(&input, &none)
-        .args(["--policy", "none"])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut no_policy = phiflow(&input, &none);
+    no_policy.args(["--policy", "none"]);
+    succeeds(no_policy);
     let patients = by_source_id(&none, "Patient");
     assert_eq!(
         patients["old-95"]["birthDate"].as_str().map(str::len),

@@ -336,8 +336,7 @@ impl<'p> State<'p> {
             let Some(c) = candidate else {
                 return self.mask(original, label);
             };
-            let clash = self.taken.get(&c).is_some_and(|o| Self::norm(o) != norm)
-                || keeps_line_number(label, original, &c);
+            let clash = self.taken.get(&c).is_some_and(|o| Self::norm(o) != norm);
             if !clash && Self::norm(&c) != norm {
                 self.taken.insert(c.clone(), original.to_string());
                 self.seen.insert((label.name, norm), c.clone());
@@ -416,21 +415,6 @@ impl<'p> State<'p> {
             _ => {}
         }
     }
-}
-
-/// Whether a phone or fax surrogate ends in the original's last four digits. Surrogates come
-/// from the fictional 555-01xx block, which is also where invented and test numbers live, so a
-/// draw can land on the original's own line ("555-0143") and keep it.
-fn keeps_line_number(label: CanonicalLabel, original: &str, candidate: &str) -> bool {
-    if !matches!(label.hipaa_class, "D_TELEPHONE" | "E_FAX") {
-        return false;
-    }
-    let last4 = |s: &str| {
-        let d: Vec<char> = s.chars().filter(char::is_ascii_digit).collect();
-        d.get(d.len().saturating_sub(4)..).map(<[char]>::to_vec)
-    };
-    let line = last4(original);
-    line.as_ref().is_some_and(|l| l.len() == 4) && line == last4(candidate)
 }
 
 fn first8(b: &[u8; 32]) -> [u8; 8] {

@@ -1156,9 +1156,21 @@ fn word<'a>(words: &[&'a str], i: usize) -> &'a str {
 // Phone, e-mail, URL
 // ---------------------------------------------------------------------------------------------
 
+/// New digits for a phone number, never ending in the original's last four: the fictional
+/// 555-01xx block is also where invented and test numbers live, so a draw could otherwise land
+/// on the original's own line ("555-0143") and keep it.
+fn phone_digits(digits: &[u8], rng: &mut SeedRng) -> Vec<u8> {
+    let mut out = draw_phone_digits(digits, rng);
+    let n = out.len();
+    if n >= 4 && digits.len() == n && out[n - 4..] == digits[n - 4..] {
+        out[n - 1] = (out[n - 1] + 1) % 10;
+    }
+    out
+}
+
 /// NANP numbers get a valid area code and a line in the fictional 555-0100..0199 block so a
 /// surrogate can never ring a real subscriber.
-fn phone_digits(digits: &[u8], rng: &mut SeedRng) -> Vec<u8> {
+fn draw_phone_digits(digits: &[u8], rng: &mut SeedRng) -> Vec<u8> {
     let n = digits.len();
     let leading_one = n == 11 && digits.first() == Some(&1);
     let pick_digit = |rng: &mut SeedRng| rng.below(10) as u8;
