@@ -50,12 +50,16 @@ struct EvalArgs {
     /// the named sets.
     #[arg(long)]
     corpus: Option<std::path::PathBuf>,
-    /// Sets to evaluate (repeatable): all, synthetic, asq-phi-dev, asq-phi-test.
+    /// Sets to evaluate (repeatable): all, synthetic, asq-phi-dev, asq-phi-test, i2b2-philter,
+    /// presidio-dev, presidio-test.
     #[arg(long = "set", default_value = "all")]
     sets: Vec<String>,
-    /// Folder holding the sets (`deid_eval.jsonl`, `asq-phi/`).
+    /// Folder holding the committed sets (`deid_eval.jsonl`, `asq-phi/`).
     #[arg(long, default_value = "tests/data")]
     sets_dir: std::path::PathBuf,
+    /// Folder holding the sets that scripts/fetch-assets builds from third-party packages.
+    #[arg(long, default_value = ".assets/eval")]
+    fetched_sets_dir: std::path::PathBuf,
     /// Policy applied, or `none`.
     #[arg(long, default_value = "hipaa_safe_harbor")]
     policy: String,
@@ -131,7 +135,7 @@ fn run_eval(args: EvalArgs) -> std::process::ExitCode {
                 }]
             })
             .map_err(|e| format!("{}: {e}", path.display())),
-        None => phiflow::eval::sets::load(&args.sets_dir, &args.sets),
+        None => phiflow::eval::sets::load(&args.sets_dir, &args.fetched_sets_dir, &args.sets),
     };
     let sets = match sets {
         Ok(s) => s,

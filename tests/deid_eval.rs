@@ -62,10 +62,14 @@ fn safe_harbor_recall_on_the_synthetic_corpus() {
 
 /// Floors on text nobody here wrote, per set: (name, min recall, min precision, max whole-identifier
 /// leaks). Measured with `phiflow eval` (README "De-identification quality"); a change that lowers
-/// recall or adds a leak on either half fails here. The held-out half was never looked at.
-const THIRD_PARTY_FLOORS: [(&str, f64, f64, usize); 2] = [
-    ("asq-phi-dev", 0.975, 0.93, 1),
-    ("asq-phi-test", 0.968, 0.935, 3),
+/// recall or adds a leak on any set fails here. The held-out halves were never looked at. The
+/// i2b2 and Presidio sets are built by scripts/fetch-assets from pinned third-party packages.
+const THIRD_PARTY_FLOORS: [(&str, f64, f64, usize); 5] = [
+    ("asq-phi-dev", 0.975, 0.97, 1),
+    ("asq-phi-test", 0.968, 0.975, 3),
+    ("i2b2-philter", 0.99, 0.80, 0),
+    ("presidio-dev", 0.965, 0.86, 35),
+    ("presidio-test", 0.95, 0.82, 39),
 ];
 
 #[test]
@@ -75,7 +79,8 @@ fn third_party_sets_hold_their_recall_and_leak_floors() {
         .iter()
         .map(|(n, ..)| n.to_string())
         .collect();
-    let sets = phiflow::eval::sets::load(&dir, &names).expect("third-party sets load");
+    let fetched = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".assets/eval");
+    let sets = phiflow::eval::sets::load(&dir, &fetched, &names).expect("third-party sets load");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -84,10 +84,11 @@ pub const CANONICAL: &[(CanonicalLabel, &[&str])] = &[
     ),
     (
         c("LOCATION", "B_GEOGRAPHIC"),
-        &["loc", "gpe", "county", "hospital", "facility", "country"],
+        &["loc", "gpe", "county", "hospital", "facility"],
     ),
-    // States may stay under Safe Harbor; the label exists so policies can say so.
+    // States and countries may stay under Safe Harbor; the labels exist so policies can say so.
     (c("STATE", "B_GEOGRAPHIC"), &["province", "region"]),
+    (c("COUNTRY", "B_GEOGRAPHIC"), &["nation"]),
     (c("DATE", "C_DATES"), &["date_of_birth", "dob", "date_time"]),
     (c("TIME", "C_DATES"), &[]),
     (c("AGE", "C_DATES"), &[]),

@@ -820,9 +820,9 @@ mod tests {
             |path| {
                 let list = match path.rsplit('/').next() {
                     Some("given_names.txt") => {
-                        "RICHARD\nSUNNY\nMARCUS\nWILL\nHOPE\nJOHN\nEMILY\nMERCY"
+                        "RICHARD\nSUNNY\nMARCUS\nWILL\nHOPE\nJOHN\nEMILY\nMERCY\nANNA"
                     }
-                    Some("surnames.txt") => "SMITH\nGENERAL\nORTEL",
+                    Some("surnames.txt") => "SMITH\nGENERAL\nORTEL\nOROZCO\nJOHNSON",
                     Some("us_places.txt") => "PORT LEYDEN\nCHICAGO\nHARROW\nEMILY\nWELLS\nLYME",
                     _ => return None,
                 };
@@ -1085,6 +1085,69 @@ mod tests {
     }
 
     #[test]
+    fn general_text_and_dictation_shapes() {
+        finds(
+            "On 1996-08-28 17:25:42.212442, the",
+            "DATE",
+            "1996-08-28 17:25:42.212442",
+        );
+        finds("Fax: 728-326-8424x5088", "PHONE", "728-326-8424x5088");
+        finds("registered 0478 79 92 20. Could", "PHONE", "0478 79 92 20");
+        finds("You can call 23 517670", "PHONE", "23 517670");
+        finds("They're not answering at 25 470375", "PHONE", "25 470375");
+        finds(
+            "stop receiving messages to 78 427 062",
+            "PHONE",
+            "78 427 062",
+        );
+        finds("Desk: 144-914-7660", "PHONE", "144-914-7660");
+        assert!(!found("call 2 times a day").iter().any(|f| f.1 == "PHONE"));
+        finds(
+            "ltd psc 7898, box 5625 apo aa 47588",
+            "STREET_ADDRESS",
+            "psc 7898, box 5625 apo aa 47588",
+        );
+        finds(
+            "The title refers to Stubben 149 street in",
+            "STREET_ADDRESS",
+            "Stubben 149",
+        );
+        finds(
+            "refers to Viale delle Province 119 street",
+            "STREET_ADDRESS",
+            "Viale delle Province 119",
+        );
+        finds(
+            "He lives on Rua Forno 44.",
+            "STREET_ADDRESS",
+            "Rua Forno 44",
+        );
+        assert!(
+            !found("The tumour is at Stage 4 now")
+                .iter()
+                .any(|f| f.1 == "STREET_ADDRESS")
+        );
+        finds("Written when he was 66.", "AGE", "66");
+        assert!(
+            !found("when he was 6 weeks old")
+                .iter()
+                .any(|f| f.1 == "AGE")
+        );
+        finds("M.D.\nXGT:holmes\n \nDD: 04/07/69", "NAME", "holmes");
+        finds("   GPP/church/olinger  \n", "NAME", "church/olinger");
+        finds(
+            "FILBERT BRIGHT, M.D.    FB59      D:07/20/83",
+            "USERNAME",
+            "FB59",
+        );
+        finds(
+            "____________    XW277/90683 \n",
+            "OTHER_IDENTIFIER",
+            "XW277/90683",
+        );
+    }
+
+    #[test]
     fn gazetteers_gate_names_and_places_and_stay_off_when_missing() {
         let t = with_gazetteers();
         assert!(t.inactive.is_empty(), "{:?}", t.inactive);
@@ -1118,6 +1181,15 @@ mod tests {
             "NAME",
             "SMITH, CHIOMA",
         );
+        has("VISIT\n\nOROZCO,KYLE   560-40-78-5", "NAME", "OROZCO,KYLE");
+        has(
+            "Regards,\nAnna Nowakowska\nAcme Ltd",
+            "NAME",
+            "Anna Nowakowska",
+        );
+        has("\nEustacio T Johnson\n", "NAME", "Eustacio T Johnson");
+        let header = found_with(&t, "\nPhysical Examination\nClinical Impression\n");
+        assert!(header.iter().all(|(_, l, _)| *l != "NAME"), "{header:?}");
         for quiet in [
             "Will continue the plan",
             "Hope for the best",

@@ -198,13 +198,22 @@ fn score_note(
             .zip(&mut covered[a..b])
             .zip(&mut redacted[a..b])
         {
-            *m |= bit;
+            // Precision is about what was removed: a finding the policy kept (a state, an age
+            // up to 89) hides nothing and so is never a false removal.
+            if p.redacted {
+                *m |= bit;
+            }
             *c = true;
             *r |= p.redacted;
         }
     }
 
-    for ((&g, &p), &cov) in gold_mask.iter().zip(&pred_mask).zip(&covered) {
+    for (((&g, &p), &cov), &red) in gold_mask
+        .iter()
+        .zip(&pred_mask)
+        .zip(&covered)
+        .zip(&redacted)
+    {
         for (c, t) in tallies.iter_mut().enumerate() {
             let bit = 1u32 << c;
             if g & bit != 0 {
@@ -220,7 +229,7 @@ fn score_note(
             overall.gold += 1;
             overall.gold_hit += usize::from(cov);
         }
-        if cov {
+        if red {
             overall.pred += 1;
             overall.pred_hit += usize::from(g != 0);
         }
@@ -267,10 +276,10 @@ fn whole_leaks(
         .sum()
 }
 
-/// Safe Harbor lets ages up to 89 and years stand; STATE is never an identifier.
+/// Safe Harbor lets ages up to 89 and years stand; STATE and COUNTRY are never identifiers.
 fn exempt(label: &str, value: &[char]) -> bool {
     match label {
-        "STATE" => true,
+        "STATE" | "COUNTRY" => true,
         "DATE" => value.len() == 4 && value.iter().all(char::is_ascii_digit),
         "AGE" => {
             let digits: String = value.iter().filter(|c| c.is_ascii_digit()).collect();
@@ -665,6 +674,28 @@ mod tests {
         assert!(close(a.recall, 1.0) && close(a.precision, 1.0));
         assert_eq!(r.overall.predicted_chars, 5);
         assert_eq!(r.leak_count, 0);
+    }
+
+    #[test]
+    fn a_kept_finding_is_no_false_removal() {
+        let text = "Ann Lee moved to Ohio at 45.";
+        let n = note(
+            "k1",
+            text,
+            vec![gold(text, "Ann Lee", "NAME"), gold(text, "45", "AGE")],
+        );
+        let (ns, ne) = cp(text, "Ann Lee");
+        let (os, oe) = cp(text, "Ohio");
+        let (a, b) = cp(text, "45");
+        let preds = vec![
+            pred(ns, ne, "NAME", true),
+            pred(os, oe, "STATE", false),
+            pred(a, b, "AGE", false),
+        ];
+        let r = evaluate(&[n], &[(preds, "[NAME] moved to Ohio at 45.".into())]);
+        assert!(close(r.overall.recall, 1.0));
+        assert!(close(r.overall.precision, 1.0));
+        assert_eq!(r.overall.predicted_chars, 7);
     }
 
     #[test]

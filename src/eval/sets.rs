@@ -23,10 +23,43 @@ pub struct EvalSet {
 }
 
 /// Names accepted by [`load`], in report order.
-pub const SET_NAMES: [&str; 3] = ["synthetic", "asq-phi-dev", "asq-phi-test"];
+pub const SET_NAMES: [&str; 6] = [
+    "synthetic",
+    "asq-phi-dev",
+    "asq-phi-test",
+    "i2b2-philter",
+    "presidio-dev",
+    "presidio-test",
+];
 
-/// Loads the named sets (`all` for every one) from `data_dir` (`tests/data` in the repository).
-pub fn load(data_dir: &Path, names: &[String]) -> Result<Vec<EvalSet>, String> {
+/// Sets that `scripts/fetch-assets` builds from third-party packages (never committed), as
+/// (name, file in the fetched folder, source, tuned on).
+const FETCHED: [(&str, &str, &str, bool); 3] = [
+    (
+        "i2b2-philter",
+        "philter-i2b2.jsonl",
+        "five notes of the 2014 i2b2/UTHealth de-identification corpus with their gold, as shipped \
+         in philter-ucsf 1.0.3 (BSD-3-Clause); clinical notes",
+        true,
+    ),
+    (
+        "presidio-dev",
+        "presidio-dev.jsonl",
+        "Presidio's evaluation templates and person records (presidio-evaluator 0.3.2, MIT) filled \
+         with Faker as Presidio does; even-numbered templates; general-language text",
+        true,
+    ),
+    (
+        "presidio-test",
+        "presidio-test.jsonl",
+        "the same, odd-numbered templates: held out, never looked at",
+        false,
+    ),
+];
+
+/// Loads the named sets (`all` for every one): committed ones from `data_dir` (`tests/data` in
+/// the repository), fetched ones from `fetched_dir` (`.assets/eval`, see `scripts/fetch-assets`).
+pub fn load(data_dir: &Path, fetched_dir: &Path, names: &[String]) -> Result<Vec<EvalSet>, String> {
     let all = names.iter().any(|n| n == "all");
     for n in names {
         if n != "all" && !SET_NAMES.contains(&n.as_str()) {
@@ -84,6 +117,21 @@ pub fn load(data_dir: &Path, names: &[String]) -> Result<Vec<EvalSet>, String> {
                 notes: test,
             });
         }
+    }
+    for (name, file, source, tuned_on) in FETCHED {
+        if !wanted(name) {
+            continue;
+        }
+        let path = fetched_dir.join(file);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("{}: {e} (run scripts/fetch-assets)", path.display()))?;
+        sets.push(EvalSet {
+            name,
+            source,
+            tuned_on,
+            notes: from_jsonl(&text).map_err(|e| format!("{}: {e}", path.display()))?,
+            unplaced: 0,
+        });
     }
     Ok(sets)
 }
@@ -255,7 +303,8 @@ mod tests {
     #[test]
     fn the_shipped_set_parses_and_splits_in_two_halves() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-        let sets = load(&dir, &["asq-phi-dev".into(), "asq-phi-test".into()]).expect("loads");
+        let none = Path::new("/nonexistent");
+        let sets = load(&dir, none, &["asq-phi-dev".into(), "asq-phi-test".into()]).expect("loads");
         assert_eq!(sets.len(), 2);
         assert_eq!(sets[0].notes.len() + sets[1].notes.len(), 1051);
         let gold: usize = sets
@@ -264,6 +313,8 @@ mod tests {
             .sum();
         assert!(gold >= 2973 - 10, "{gold}");
         assert!(sets.iter().all(|s| s.unplaced == 0));
-        assert!(load(&dir, &["nope".into()]).is_err());
+        assert!(load(&dir, none, &["nope".into()]).is_err());
+        let missing = load(&dir, none, &["presidio-test".into()]).expect_err("not fetched");
+        assert!(missing.contains("scripts/fetch-assets"), "{missing}");
     }
 }

@@ -11,6 +11,7 @@ pub mod merge;
 pub mod recognize;
 pub mod sentence;
 pub mod span;
+pub mod structure;
 pub mod text;
 pub mod tokens;
 pub mod window;

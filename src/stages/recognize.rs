@@ -20,6 +20,7 @@
 //! the characters covered never decrease.
 
 use super::span::{Source, Span, Spans};
+use super::structure;
 use crate::deid::{Finding, Recognizers, canonical_label};
 
 /// What the recognize stage does, from the pipeline and the request.
@@ -83,6 +84,7 @@ pub fn recognize(
     }
     v.sort_by_key(|s| (s.start, s.end));
     if p.join_names {
+        structure::extend_names(&text, &mut v);
         v = join_names(&text, v);
     }
     v = coalesce(v);
@@ -92,11 +94,13 @@ pub fn recognize(
         v.extend(found);
         v.sort_by_key(|s| (s.start, s.end));
         if p.join_names {
+            structure::extend_names(&text, &mut v);
             v = join_names(&text, v);
         }
         v = coalesce(v);
     }
-    spans.spans = v;
+    structure::label_countries(&text, &mut v);
+    spans.spans = structure::join_address_parts(&text, v);
     spans
 }
 
@@ -140,7 +144,7 @@ fn is_name(s: &Span) -> bool {
 }
 
 /// Whether `gap` may sit between two parts of one name: spaces, a comma and spaces, and
-/// initials ("M. ").
+/// initials ("M. ", "M ").
 fn name_gap(gap: &str) -> bool {
     let rest = gap.strip_prefix(',').unwrap_or(gap);
     if !rest.starts_with([' ', '\t']) {
@@ -153,6 +157,7 @@ fn name_gap(gap: &str) -> bool {
             c if c.is_uppercase() && chars.peek() == Some(&'.') => {
                 chars.next();
             }
+            c if c.is_uppercase() && matches!(chars.peek(), Some(' ' | '\t')) => {}
             _ => return false,
         }
     }
