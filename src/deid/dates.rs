@@ -17,7 +17,7 @@ const ANCHOR_DAY: u32 = 15;
 /// Two-digit years below this pivot are read as 20xx, the rest as 19xx.
 const TWO_DIGIT_PIVOT: i32 = 50;
 
-const MONTHS_FULL: [&str; 12] = [
+pub(crate) const MONTHS_FULL: [&str; 12] = [
     "January",
     "February",
     "March",
@@ -34,7 +34,7 @@ const MONTHS_FULL: [&str; 12] = [
 const MONTHS_ABBR: [&str; 12] = [
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
 ];
-const WEEKDAYS_FULL: [&str; 7] = [
+pub(crate) const WEEKDAYS_FULL: [&str; 7] = [
     "Monday",
     "Tuesday",
     "Wednesday",

@@ -13,9 +13,10 @@
 //!   countries as they keep states.
 
 use super::span::Span;
-use crate::deid::canonical_label;
+use crate::deid::{canonical_label, dates};
 
-/// Capitalized words after a given name that are not a surname.
+/// Capitalized words after a given name that are not a surname (weekdays and months too, from
+/// [`crate::deid::dates`]).
 const NOT_SURNAMES: &[&str] = &[
     "A",
     "An",
@@ -84,24 +85,6 @@ const NOT_SURNAMES: &[&str] = &[
     "Ms",
     "Dr",
     "MD",
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-    "Thursday",
-    "Friday",
-    "Saturday",
-    "Sunday",
-    "January",
-    "February",
-    "March",
-    "April",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
     "Today",
     "Tomorrow",
     "Yesterday",
@@ -125,7 +108,10 @@ fn capitalized_word(s: &str) -> Option<usize> {
     let word = &s[..end];
     let lower = word.chars().filter(|c| c.is_lowercase()).count();
     let glued = s[end..].chars().next().is_some_and(char::is_alphanumeric);
-    (lower >= 1 && !glued && !NOT_SURNAMES.contains(&word)).then_some(end)
+    let ordinary = NOT_SURNAMES.contains(&word)
+        || dates::MONTHS_FULL.contains(&word)
+        || dates::WEEKDAYS_FULL.contains(&word);
+    (lower >= 1 && !glued && !ordinary).then_some(end)
 }
 
 /// A capitalized word that ends `s` (preceded by a non-letter or the start); its start.
@@ -516,18 +502,10 @@ const COUNTRIES: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stages::span::Source;
 
     fn span(text: &str, word: &str, label: &str) -> Span {
         let start = text.find(word).expect("word in text");
-        Span {
-            start,
-            end: start + word.len(),
-            label: label.into(),
-            score: 0.9,
-            source: Source::Model,
-            pattern: None,
-        }
+        Span::model(start, start + word.len(), label, 0.9)
     }
 
     fn shown(text: &str, v: &[Span]) -> Vec<(String, String)> {
@@ -560,14 +538,7 @@ mod tests {
         let t = "Asked Anna Monday. Anna The nurse. Anna and Bo. Anna IBM. Anna's";
         let mut v: Vec<Span> = t
             .match_indices("Anna")
-            .map(|(i, _)| Span {
-                start: i,
-                end: i + 4,
-                label: "FIRST_NAME".into(),
-                score: 0.9,
-                source: Source::Model,
-                pattern: None,
-            })
+            .map(|(i, _)| Span::model(i, i + 4, "FIRST_NAME", 0.9))
             .collect();
         extend_names(t, &mut v);
         assert!(v.iter().all(|s| s.end - s.start == 4), "{:?}", shown(t, &v));
