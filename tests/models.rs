@@ -348,6 +348,7 @@ fn cuda_without_its_provider_is_a_clear_error() {
             cuda_device_id: 0,
             cuda_lib_dir: phiflow::config::DEFAULT_CUDA_LIB_DIR.into(),
             cuda_memory_limit: 1 << 30,
+            cuda_arena_extend: Default::default(),
             threads: 1,
             workers: 1,
         },

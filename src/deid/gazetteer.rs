@@ -53,7 +53,9 @@ impl Gazetteer {
             }
             std::str::from_utf8(b).is_ok_and(|k| self.entries.contains(k))
         } else {
+            // The public lists are ASCII: "Echevarría" is listed as ECHEVARRIA.
             self.entries.contains(fold(s).as_str())
+                || self.entries.contains(fold(&without_marks(s)).as_str())
         }
     }
 
@@ -75,6 +77,12 @@ impl Gazetteer {
     }
 }
 
+/// `s` with its accents and other combining marks taken off ("Galić" → "Galic").
+fn without_marks(s: &str) -> String {
+    use unicode_normalization::{UnicodeNormalization, char::is_combining_mark};
+    s.nfd().filter(|c| !is_combining_mark(*c)).collect()
+}
+
 fn fold(s: &str) -> String {
     s.chars()
         .map(|c| if c == '\t' { ' ' } else { c })
@@ -92,6 +100,7 @@ mod tests {
         assert_eq!(g.len(), 3);
         assert!(g.contains("Port Leyden") && g.contains("port\tleyden"));
         assert!(g.contains("ZÜRICH") && g.contains("zürich"));
+        assert!(g.contains("Pórt Leydén") && !g.contains("Zurich"));
         assert!(!g.contains("Port"));
         assert_eq!(g.longest_prefix("Port Leyden Hospital"), Some(11));
         assert_eq!(g.longest_prefix("New York City Clinic"), Some(8));

@@ -1188,6 +1188,25 @@ mod tests {
             "Anna Nowakowska",
         );
         has("\nEustacio T Johnson\n", "NAME", "Eustacio T Johnson");
+        // A middle initial with one listed side; accents aside ("Órtel" is listed as ORTEL).
+        has(
+            "sung by Anna S. Thygesen in 1984",
+            "NAME",
+            "Anna S. Thygesen",
+        );
+        has("Koppány C. Órtel, tuner", "NAME", "Koppány C. Órtel");
+        // A listed given name before any surname, and opening a sentence as a subject.
+        has(
+            "please change it to Emily Yermolayev",
+            "NAME",
+            "Emily Yermolayev",
+        );
+        has("Noted. Marcus is from Auxico.", "FIRST_NAME", "Marcus");
+        let initial = found_with(&t, "seen by John L. Patient reports pain");
+        assert!(
+            initial.iter().all(|(_, _, v)| !v.contains("Patient")),
+            "{initial:?}"
+        );
         let header = found_with(&t, "\nPhysical Examination\nClinical Impression\n");
         assert!(header.iter().all(|(_, l, _)| *l != "NAME"), "{header:?}");
         for quiet in [
@@ -1196,6 +1215,9 @@ mod tests {
             "Mercy General Hospital is",
             "increase in Wells score",
             "history of Lyme disease",
+            "Vitamin D Johnson protocol",
+            "Will is aware of the plan",
+            "transferred to Mercy Clinic today",
         ] {
             let got = found_with(&t, quiet);
             assert!(

@@ -175,6 +175,7 @@ impl Deidentifier {
                 cuda_device_id,
                 cuda_lib_dir: settings.cuda_lib_dir.clone(),
                 cuda_memory_limit: settings.cuda_memory_limit_bytes,
+                cuda_arena_extend: settings.cuda_arena_extend,
                 threads: settings.ort_threads,
                 workers: settings.infer_workers,
             },

@@ -166,6 +166,10 @@ pub struct QueueConfig {
     pub max_padding: f64,
     /// Windows waiting before submissions are refused.
     pub capacity: usize,
+    /// Shrink the sessions' host arena when the queue empties (CPU). On CUDA the host arena
+    /// holds only a batch's inputs and outputs, so there is nothing worth giving back, and at
+    /// GPU speed nearly every batch empties the queue.
+    pub shrink_host_arena: bool,
 }
 
 /// The queue in front of one model's sessions.
@@ -192,6 +196,7 @@ impl BatchQueue {
             token_budget,
             max_padding,
             capacity,
+            shrink_host_arena,
         } = config;
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending::default()),
@@ -224,7 +229,7 @@ impl BatchQueue {
                 depth: depth.clone(),
                 counters: counters.clone(),
                 model_id: model_id.to_string(),
-                shrink: shrink_options(),
+                shrink: shrink_host_arena.then(shrink_options).flatten(),
                 grown: false,
             };
             let handle = std::thread::Builder::new()

@@ -501,6 +501,7 @@ fn load(
             token_budget: limits.batch_token_budget,
             max_padding: limits.batch_max_padding,
             capacity: limits.queue_capacity,
+            shrink_host_arena: runtime.device() == crate::config::Device::Cpu,
         },
     )?;
     Ok(LoadedModel {

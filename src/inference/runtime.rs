@@ -11,7 +11,7 @@ use ort::session::builder::{GraphOptimizationLevel, PrepackedWeights};
 use super::InferenceError;
 use super::cuda::{self, CudaLibDir};
 use super::initializers::{self, SharedInitializer};
-use crate::config::Device;
+use crate::config::{CudaArenaExtend, Device};
 
 /// The process-wide environment; sessions refer to it, so it lives as long as the process.
 static INIT: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
@@ -35,7 +35,8 @@ pub struct SessionOptions {
     pub cuda_lib_dir: PathBuf,
     /// Most bytes the CUDA provider's memory arena may take per session.
     pub cuda_memory_limit: u64,
-    /// Intra-op threads of the wide session (0: one per core).
+    pub cuda_arena_extend: CudaArenaExtend,
+    /// Intra-op threads of the wide session (0: one per core on CPU, one on CUDA).
     pub threads: usize,
     /// Single-threaded worker sessions per loaded model beside the wide one (0: one per core on
     /// CPU, none on CUDA; 1: none, the wide session does all the work).
@@ -145,9 +146,13 @@ impl OrtRuntime {
     /// The sessions of one loaded model: the single-threaded workers and the wide one, sharing
     /// one copy of the weights and of their prepacked form (`initializers.rs`).
     pub fn sessions(&self, onnx: &Path) -> Result<Sessions, InferenceError> {
-        let wide_threads = match self.options.threads {
-            0 => crate::parallel::cores(),
-            n => n,
+        // On CUDA the graph runs on the device and the host only launches kernels: one thread
+        // leaves the cores to the request path (on an H200 host, 1 and 16 threads gave the same
+        // throughput).
+        let wide_threads = match (self.options.threads, self.options.device) {
+            (0, Device::Cpu) => crate::parallel::cores(),
+            (0, Device::Cuda) => 1,
+            (n, _) => n,
         };
         let shared = Shared {
             initializers: self.shared_initializers(onnx)?,
@@ -210,13 +215,17 @@ impl OrtRuntime {
             .map_err(|e| err(e.to_string()))?;
         if self.options.device == Device::Cuda {
             // Device memory is bounded: the arena stops at the limit (a batch that needs more
-            // fails with an error) and grows by what is asked, not by doubling.
+            // fails with an error).
             let limit = usize::try_from(self.options.cuda_memory_limit).unwrap_or(usize::MAX);
+            let extend = match self.options.cuda_arena_extend {
+                CudaArenaExtend::PowerOfTwo => ep::ArenaExtendStrategy::NextPowerOfTwo,
+                CudaArenaExtend::SameAsRequested => ep::ArenaExtendStrategy::SameAsRequested,
+            };
             builder = builder
                 .with_execution_providers([ep::CUDA::default()
                     .with_device_id(self.options.cuda_device_id)
                     .with_memory_limit(limit)
-                    .with_arena_extend_strategy(ep::ArenaExtendStrategy::SameAsRequested)
+                    .with_arena_extend_strategy(extend)
                     .build()
                     .error_on_failure()])
                 .map_err(|e| {

@@ -122,7 +122,7 @@ impl Pipeline {
     ) -> Result<Spans, StageError> {
         let spans = self.run_model(model.clone(), text, opts.clone()).await?;
         let this = self.clone();
-        tokio::task::spawn_blocking(move || this.run_post(spans, &model, &opts, &Terms::default()))
+        crate::parallel::on_cpu(move || this.run_post(spans, &model, &opts, &Terms::default()))
             .await
             .map_err(|e| StageError::Internal(format!("stage task failed: {e}")))?
     }
@@ -150,7 +150,7 @@ impl Pipeline {
                 .find(|&j| matches!(self.stages[j], StageSpec::Infer))
                 .unwrap_or(self.post_at);
             let (this, model, opts) = (self.clone(), model.clone(), opts.clone());
-            payload = tokio::task::spawn_blocking(move || {
+            payload = crate::parallel::on_cpu(move || {
                 let none = Terms::default();
                 (i..end).try_fold(payload, |p, k| this.run_cpu(k, &model, &opts, &none, p))
             })

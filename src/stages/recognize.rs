@@ -88,6 +88,14 @@ pub fn recognize(
         v = join_names(&text, v);
     }
     v = coalesce(v);
+    if p.join_names {
+        let members = structure::name_lists(&text, &v);
+        if !members.is_empty() {
+            v.extend(members);
+            v.sort_by_key(|s| (s.start, s.end));
+            v = coalesce(v);
+        }
+    }
     if p.propagate {
         let found = propagate(&text, &v, known);
         spans.stats.propagated += found.len();
@@ -100,6 +108,12 @@ pub fn recognize(
         v = coalesce(v);
     }
     structure::label_countries(&text, &mut v);
+    let towns = structure::towns_before_countries(&text, &v);
+    if !towns.is_empty() {
+        v.extend(towns);
+        v.sort_by_key(|s| (s.start, s.end));
+        v = coalesce(v);
+    }
     spans.spans = structure::join_address_parts(&text, v);
     spans
 }
@@ -285,6 +299,11 @@ fn each_term<'a>(text: &'a str, v: &'a [Span], mut f: impl FnMut(&'a str, &'a st
                 value.split(|c: char| !(c.is_alphanumeric() || matches!(c, '\'' | '’' | '-')));
             for w in words {
                 let w = w.trim_matches(|c: char| !c.is_alphanumeric());
+                // "Gomes's" names the person "Gomes" elsewhere in the text.
+                let w = ["'s", "’s"]
+                    .iter()
+                    .find_map(|s| w.strip_suffix(s))
+                    .unwrap_or(w);
                 if w.chars().count() >= 3
                     && w.chars().next().is_some_and(char::is_uppercase)
                     && !NOT_NAMES.contains(&w.to_lowercase().as_str())
@@ -584,11 +603,13 @@ mod tests {
 
     #[test]
     fn propagation_finds_every_other_occurrence() {
-        let t = "Giovanni Jones, MRN 4829173. Giovanni was seen; chart 4829173. Giovannis not.";
+        let t = "Giovanni Jones, MRN 4829173. Giovanni was seen; chart 4829173. Giovannis not. \
+                 Tiago Gomes's tales. Gomes sang.";
         let spans = vec![
             Span::model(0, 8, "GIVEN_NAME", 0.9),
             Span::model(9, 14, "SURNAME", 0.9),
             Span::model(20, 27, "MRN", 0.9),
+            Span::model(78, 91, "NAME", 0.9),
         ];
         let p = RecognizeParams {
             propagate: true,
@@ -598,7 +619,15 @@ mod tests {
         let texts: Vec<&str> = got.iter().map(|(s, _, _)| s.as_str()).collect();
         assert_eq!(
             texts,
-            ["Giovanni", "Jones", "4829173", "Giovanni", "4829173"]
+            [
+                "Giovanni",
+                "Jones",
+                "4829173",
+                "Giovanni",
+                "4829173",
+                "Tiago Gomes's",
+                "Gomes"
+            ]
         );
         assert_eq!(got[3].2, Source::Pattern);
     }

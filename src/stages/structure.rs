@@ -5,9 +5,16 @@
 //!   "Brajko Rukavina", "Jiří Z Lukášek". A name that starts with an initial takes the
 //!   capitalized word before it: "Xzavian G. Tavares". The model often finds one half of a
 //!   foreign name; the half it left would be a leak.
+//! - The other members of a list that holds a name are names: "Bergman, Harvey and Sanchez",
+//!   where the model found two of the three. A list has a conjunction ("and", "or", "&"), its
+//!   members are single capitalized words, and words shaped like clinical terms ("Cardiology",
+//!   "Colitis") are not members.
+//! - A street takes the house number written after it ("Prenzlauer Allee 20").
 //! - Parts of one address separated only by spaces ("727" "Green Gateway" "Suite 873") become one
 //!   span, so the spaces between them are not left standing as the outline of an address. ZIP
 //!   codes stay apart (Safe Harbor keeps three of their digits), and so do states and countries.
+//! - In an address, the words between its street or unit and its country are its town:
+//!   "Suite 959 ??? Leipzig ??? Germany 36619".
 //! - A place that is a country, and not a town with a state or ZIP after it ("Lebanon, PA"),
 //!   is labelled COUNTRY: Safe Harbor removes places smaller than a state, and policies keep
 //!   countries as they keep states.
@@ -178,19 +185,165 @@ pub fn extend_names(text: &str, v: &mut [Span]) {
     }
 }
 
+/// Separators between list members, longest first; `true` for a conjunction, which ends a list.
+const LIST_SEPARATORS: &[(&str, bool)] = &[
+    (", and ", true),
+    (", or ", true),
+    (", & ", true),
+    (" and ", true),
+    (" or ", true),
+    (" & ", true),
+    (", ", false),
+];
+
+/// Endings of clinical words, never list members taken for names.
+const CLINICAL_ENDINGS: &[&str] = &[
+    "ology", "itis", "osis", "ectomy", "otomy", "emia", "pathy", "plasty", "scopy", "gram",
+];
+
+/// A lone capitalized word: not one of several capitalized words in a row ("Internal
+/// Medicine"), and not shaped like a clinical term.
+fn list_word(text: &str, start: usize) -> Option<usize> {
+    let len = capitalized_word(&text[start..])?;
+    let word = &text[start..start + len];
+    let next_capitalized = text[start + len..]
+        .strip_prefix(' ')
+        .is_some_and(|r| r.starts_with(char::is_uppercase));
+    let clinical = CLINICAL_ENDINGS.iter().any(|e| word.ends_with(e));
+    (!next_capitalized && !clinical && !word.ends_with(['\'', '’', '-'])).then_some(len)
+}
+
+/// The spans to add for the unfound members of lists that hold a found name (see the module
+/// docs). `v` is sorted and disjoint.
+pub fn name_lists(text: &str, v: &[Span]) -> Vec<Span> {
+    let span_at = |start: usize| v.binary_search_by_key(&start, |s| s.start).ok();
+    let span_ending = |end: usize| v.binary_search_by_key(&end, |s| s.end).ok();
+    let mut out: Vec<Span> = Vec::new();
+    for s in v {
+        if canonical_label(&s.label).hipaa_class != "A_NAMES" {
+            continue;
+        }
+        // (start, end) of members that are not spans yet, and whether the list has a conjunction.
+        let mut members: Vec<(usize, usize)> = Vec::new();
+        let mut conjunction = false;
+        // Forward: ", Harvey and Sanchez" after the name.
+        let mut at = s.end;
+        while let Some((sep, ends)) = LIST_SEPARATORS
+            .iter()
+            .find(|(sep, _)| text[at..].starts_with(sep))
+        {
+            let start = at + sep.len();
+            if let Some(i) = span_at(start) {
+                if canonical_label(&v[i].label).hipaa_class != "A_NAMES" {
+                    break;
+                }
+                at = v[i].end;
+            } else if let Some(len) = list_word(text, start) {
+                members.push((start, start + len));
+                at = start + len;
+            } else {
+                break;
+            }
+            conjunction |= ends;
+            if *ends {
+                break;
+            }
+        }
+        // Backward: "Bergman, Harvey and " before the name.
+        let mut at = s.start;
+        while let Some((sep, ends)) = LIST_SEPARATORS
+            .iter()
+            .find(|(sep, _)| text[..at].ends_with(sep))
+        {
+            let end = at - sep.len();
+            if let Some(i) = span_ending(end) {
+                if canonical_label(&v[i].label).hipaa_class != "A_NAMES" {
+                    break;
+                }
+                at = v[i].start;
+            } else if let Some(start) = capitalized_word_before(&text[..end])
+                && list_word(text, start) == Some(end - start)
+            {
+                members.push((start, end));
+                at = start;
+            } else {
+                break;
+            }
+            conjunction |= ends;
+        }
+        if !conjunction {
+            continue;
+        }
+        for (start, end) in members {
+            if out.iter().all(|o| o.start != start) {
+                out.push(Span {
+                    start,
+                    end,
+                    label: "LAST_NAME".into(),
+                    score: s.score,
+                    source: super::span::Source::Pattern,
+                    pattern: Some(std::sync::Arc::from("name_list")),
+                });
+            }
+        }
+    }
+    out
+}
+
 fn joins_address(s: &Span) -> bool {
     let c = canonical_label(&s.label);
     c.hipaa_class == "B_GEOGRAPHIC" && !matches!(c.name, "STATE" | "COUNTRY" | "ZIP_CODE")
 }
 
-/// Address parts separated only by spaces become one span (see the module docs). `v` is sorted
-/// and disjoint.
+/// Length of a house number after a street's name (" 20", " 112a") that ends its field: what
+/// follows is the end, a line break, punctuation, or a capitalized word, never a lowercase word
+/// ("Main Street 3 days a week") or more digits.
+fn house_number_after(rest: &str) -> Option<usize> {
+    let digits = rest.strip_prefix(' ')?;
+    let n = digits.bytes().take_while(u8::is_ascii_digit).count();
+    if !(1..=4).contains(&n) {
+        return None;
+    }
+    let letter = usize::from(
+        digits[n..].starts_with(|c: char| c.is_ascii_lowercase())
+            && !digits[n + 1..].starts_with(char::is_alphanumeric),
+    );
+    let end = n + letter;
+    let after = &digits[end..];
+    let next_word = after.trim_start_matches([' ', '\t']);
+    let ends = after.is_empty()
+        || after.starts_with(['\n', '\r', ',', ';', '.', '?', '!', ')'])
+        || (after.starts_with([' ', '\t'])
+            && !next_word.starts_with(|c: char| c.is_lowercase() || c.is_ascii_digit()));
+    ends.then_some(1 + end)
+}
+
+/// Address parts separated only by spaces become one span, and a street takes the house number
+/// written after it (see the module docs). `v` is sorted and disjoint.
 pub fn join_address_parts(text: &str, v: Vec<Span>) -> Vec<Span> {
     let mut out: Vec<Span> = Vec::with_capacity(v.len());
-    for s in v {
+    for mut s in v {
+        // "Prenzlauer Allee 20": European streets put the number after the name.
+        if canonical_label(&s.label).name == "STREET_ADDRESS"
+            && let Some(len) = house_number_after(&text[s.end..])
+        {
+            s.end += len;
+        }
+        // A number already found after the street is inside it now.
+        if let Some(prev) = out.last_mut()
+            && s.start < prev.end
+        {
+            prev.end = prev.end.max(s.end);
+            continue;
+        }
+        // "345 Michelle Isle": a name right after a house number is the street's.
+        let street_named_for_someone = |prev: &Span| {
+            canonical_label(&prev.label).name == "BUILDING_NUMBER"
+                && canonical_label(&s.label).hipaa_class == "A_NAMES"
+        };
         if let Some(prev) = out.last_mut()
             && joins_address(prev)
-            && joins_address(&s)
+            && (joins_address(&s) || street_named_for_someone(prev))
             && s.start >= prev.end
             && (1..=3).contains(&(s.start - prev.end))
             && text[prev.end..s.start]
@@ -212,17 +365,73 @@ pub fn join_address_parts(text: &str, v: Vec<Span>) -> Vec<Span> {
     out
 }
 
-/// Place spans that name a country become COUNTRY (see the module docs).
+/// Most bytes of a town between an address part and its country.
+const MAX_TOWN: usize = 48;
+
+/// The towns between an address part and the country after it (see the module docs): spans
+/// to add. `v` is sorted, disjoint and has its countries labelled.
+pub fn towns_before_countries(text: &str, v: &[Span]) -> Vec<Span> {
+    let separator = |c: char| c.is_whitespace() || matches!(c, ',' | '?' | '|' | '/' | ';' | '·');
+    let mut out = Vec::new();
+    for pair in v.windows(2) {
+        let (part, country) = (&pair[0], &pair[1]);
+        // "Germany 36619" stays a town for label_countries; here it is the country of the address.
+        let country_named = canonical_label(&country.label).hipaa_class == "B_GEOGRAPHIC"
+            && is_country(&text[country.start..country.end]);
+        if !country_named || !joins_address(part) {
+            continue;
+        }
+        let gap = &text[part.end..country.start];
+        let town = gap.trim_matches(separator);
+        if town.is_empty() || town.len() > MAX_TOWN || town.contains(['\n', '.', ':']) {
+            continue;
+        }
+        // Capitalized words, with short particles between them ("Weng im Gesäuse").
+        let words: Vec<&str> = town.split([' ', '-']).filter(|w| !w.is_empty()).collect();
+        let capitalized = |w: &&str| w.starts_with(char::is_uppercase);
+        let words_capitalized = words.first().is_some_and(capitalized)
+            && words.last().is_some_and(capitalized)
+            && words.iter().all(|w| capitalized(w) || w.len() <= 3);
+        // Separators on both sides: a town is a field of its own, not the tail of a sentence.
+        let fielded = gap.starts_with(separator) && gap.ends_with(separator);
+        if words_capitalized && fielded && words.len() <= 4 {
+            let start = part.end + (gap.len() - gap.trim_start_matches(separator).len());
+            out.push(Span {
+                start,
+                end: start + town.len(),
+                label: "CITY".into(),
+                score: part.score.min(country.score),
+                source: super::span::Source::Pattern,
+                pattern: Some(std::sync::Arc::from("town_before_country")),
+            });
+        }
+    }
+    out
+}
+
+/// Whether `name` is a country's ("Cyprus (Greek)": the country before a parenthesis).
+fn is_country(name: &str) -> bool {
+    let name = name.trim();
+    let name = name.split(" (").next().unwrap_or(name);
+    COUNTRIES.iter().any(|k| k.eq_ignore_ascii_case(name))
+}
+
+/// Place spans that name a country become COUNTRY, and so do given names a pattern found that
+/// are countries ("France was fun"): see the module docs.
 pub fn label_countries(text: &str, v: &mut [Span]) {
     for s in v.iter_mut() {
         let c = canonical_label(&s.label);
+        let pattern_name = c.hipaa_class == "A_NAMES" && s.source == super::span::Source::Pattern;
+        if pattern_name {
+            if COUNTRIES.contains(&&text[s.start..s.end]) {
+                s.label = "COUNTRY".into();
+            }
+            continue;
+        }
         if c.hipaa_class != "B_GEOGRAPHIC" || matches!(c.name, "STATE" | "COUNTRY") {
             continue;
         }
-        let name = text[s.start..s.end].trim();
-        // "Cyprus (Greek)": the country before a parenthesis.
-        let name = name.split(" (").next().unwrap_or(name);
-        if !COUNTRIES.iter().any(|k| k.eq_ignore_ascii_case(name)) {
+        if !is_country(&text[s.start..s.end]) {
             continue;
         }
         // "Lebanon, PA" or "Mexico 65265" is a town.
@@ -545,11 +754,100 @@ mod tests {
     }
 
     #[test]
+    fn the_other_members_of_a_list_holding_a_name_are_names() {
+        let t = "Founders: Bergman, Harvey and Sanchez. Also Králíková, Ramirez & Taylor. \
+                 Then Tomaszewski, Phillips and Jenkins.";
+        let v = vec![
+            span(t, "Bergman", "LAST_NAME"),
+            span(t, "Sanchez", "LAST_NAME"),
+            span(t, "Králíková", "LAST_NAME"),
+            span(t, "Jenkins", "LAST_NAME"),
+        ];
+        let found: Vec<String> = name_lists(t, &v)
+            .iter()
+            .map(|s| t[s.start..s.end].to_string())
+            .collect();
+        assert_eq!(
+            found,
+            ["Harvey", "Ramirez", "Taylor", "Phillips", "Tomaszewski"]
+        );
+    }
+
+    #[test]
+    fn lists_without_a_conjunction_or_of_other_words_add_nothing() {
+        let t = "Smith, Cardiology and Nephrology saw him. Jones, Internal Medicine and Renal. \
+                 Brown, Garcia. Lee and The team. Kim and Colitis.";
+        let v: Vec<Span> = ["Smith", "Jones", "Brown", "Lee", "Kim"]
+            .iter()
+            .map(|w| span(t, w, "LAST_NAME"))
+            .collect();
+        let found: Vec<String> = name_lists(t, &v)
+            .iter()
+            .map(|s| t[s.start..s.end].to_string())
+            .collect();
+        assert!(found.is_empty(), "{found:?}");
+    }
+
+    #[test]
+    fn the_town_between_an_address_and_its_country_is_found() {
+        let t = "??? Suite 959\n??? Leipzig\n??? Germany 36619. Apt. 2, Weng im Gesäuse, Austria. \
+                 Suite 4 in the Old Town of Austria.";
+        let v = vec![
+            span(t, "Suite 959", "SECONDARY_ADDRESS"),
+            span(t, "Germany", "CITY"),
+            span(t, "36619", "ZIP_CODE"),
+            span(t, "Apt. 2", "SECONDARY_ADDRESS"),
+            span(t, "Austria", "COUNTRY"),
+            span(t, "Suite 4", "SECONDARY_ADDRESS"),
+            Span::model(
+                t.rfind("Austria").expect("twice"),
+                t.len() - 1,
+                "COUNTRY",
+                0.9,
+            ),
+        ];
+        let towns: Vec<&str> = towns_before_countries(t, &v)
+            .iter()
+            .map(|s| &t[s.start..s.end])
+            .collect();
+        assert_eq!(towns, ["Leipzig", "Weng im Gesäuse"]);
+    }
+
+    #[test]
+    fn a_street_takes_the_house_number_after_it() {
+        let t = "Prenzlauer Allee 20\nAvenida Lago 99a, Lisboa. Main Street 3 days a week. \
+                 Via Roma 12345.";
+        let mut v: Vec<Span> = [
+            "Prenzlauer Allee",
+            "Avenida Lago",
+            "Main Street",
+            "Via Roma",
+        ]
+        .iter()
+        .map(|w| span(t, w, "STREET_ADDRESS"))
+        .collect();
+        v.insert(1, span(t, "20", "BUILDING_NUMBER"));
+        let got: Vec<String> = shown(t, &join_address_parts(t, v))
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "Prenzlauer Allee 20",
+                "Avenida Lago 99a",
+                "Main Street",
+                "Via Roma"
+            ]
+        );
+    }
+
+    #[test]
     fn address_parts_joined_across_spaces_zip_and_state_apart() {
         let t = "to 727 Green Gateway Suite 873 Scottport , IA  36115 now";
         let v = vec![
             span(t, "727", "BUILDING_NUMBER"),
-            span(t, "Green Gateway", "STREET_ADDRESS"),
+            span(t, "Green Gateway", "NAME"),
             span(t, "Suite 873", "SECONDARY_ADDRESS"),
             span(t, "Scottport", "CITY"),
             span(t, "IA", "STATE"),
@@ -570,14 +868,25 @@ mod tests {
 
     #[test]
     fn countries_are_labelled_towns_named_like_them_are_not() {
-        let t = "travelling to Brazil next week; from Cyprus (Greek); lives in Lebanon, PA 17042";
+        let t = "travelling to Brazil next week; from Cyprus (Greek); lives in Lebanon, PA 17042. \
+                 France was fun. Georgia was there.";
+        let pattern_name = |word: &str| Span {
+            source: super::super::span::Source::Pattern,
+            ..span(t, word, "FIRST_NAME")
+        };
         let mut v = vec![
             span(t, "Brazil", "CITY"),
             span(t, "Cyprus (Greek)", "LOCATION"),
             span(t, "Lebanon", "CITY"),
+            pattern_name("France"),
+            span(t, "Georgia", "FIRST_NAME"),
         ];
         label_countries(t, &mut v);
         let labels: Vec<_> = v.iter().map(|s| s.label.as_str()).collect();
-        assert_eq!(labels, ["COUNTRY", "COUNTRY", "CITY"]);
+        // The model's own name stays a name: it read the sentence, the pattern only the list.
+        assert_eq!(
+            labels,
+            ["COUNTRY", "COUNTRY", "CITY", "COUNTRY", "FIRST_NAME"]
+        );
     }
 }

@@ -202,7 +202,7 @@ impl Engine {
             .take()
             .ok_or_else(|| StageError::Internal("finisher lost".into()))?;
         let (p, m, o) = (self.pipeline.clone(), self.model.clone(), self.opts.clone());
-        let (finisher, committed) = tokio::task::spawn_blocking(move || {
+        let (finisher, committed) = crate::parallel::on_cpu(move || {
             let c = finisher.push(
                 &scored_text[own],
                 model_spans,
