@@ -90,11 +90,7 @@ pub fn recognize(
     v = coalesce(v);
     if p.join_names {
         let members = structure::name_lists(&text, &v);
-        if !members.is_empty() {
-            v.extend(members);
-            v.sort_by_key(|s| (s.start, s.end));
-            v = coalesce(v);
-        }
+        v = with_added(v, members);
     }
     if p.propagate {
         let found = propagate(&text, &v, known);
@@ -109,11 +105,7 @@ pub fn recognize(
     }
     structure::label_countries(&text, &mut v);
     let towns = structure::towns_before_countries(&text, &v);
-    if !towns.is_empty() {
-        v.extend(towns);
-        v.sort_by_key(|s| (s.start, s.end));
-        v = coalesce(v);
-    }
+    v = with_added(v, towns);
     spans.spans = structure::join_address_parts(&text, v);
     spans
 }
@@ -363,6 +355,16 @@ fn propagate(text: &str, v: &[Span], known: &Terms) -> Vec<Span> {
         });
     }
     out
+}
+
+/// `v` (sorted, disjoint) with `extra` spans added, still sorted and disjoint.
+fn with_added(mut v: Vec<Span>, extra: Vec<Span>) -> Vec<Span> {
+    if extra.is_empty() {
+        return v;
+    }
+    v.extend(extra);
+    v.sort_by_key(|s| (s.start, s.end));
+    coalesce(v)
 }
 
 /// Overlapping spans become their union; the label of a model span beats a pattern's, then the

@@ -423,7 +423,7 @@ pub fn label_countries(text: &str, v: &mut [Span]) {
         let c = canonical_label(&s.label);
         let pattern_name = c.hipaa_class == "A_NAMES" && s.source == super::span::Source::Pattern;
         if pattern_name {
-            if COUNTRIES.contains(&&text[s.start..s.end]) {
+            if is_country(&text[s.start..s.end]) {
                 s.label = "COUNTRY".into();
             }
             continue;
@@ -717,6 +717,10 @@ mod tests {
         Span::model(start, start + word.len(), label, 0.9)
     }
 
+    fn texts<'a>(text: &'a str, v: &[Span]) -> Vec<&'a str> {
+        v.iter().map(|s| &text[s.start..s.end]).collect()
+    }
+
     fn shown(text: &str, v: &[Span]) -> Vec<(String, String)> {
         v.iter()
             .map(|s| (text[s.start..s.end].to_string(), s.label.clone()))
@@ -763,10 +767,7 @@ mod tests {
             span(t, "Králíková", "LAST_NAME"),
             span(t, "Jenkins", "LAST_NAME"),
         ];
-        let found: Vec<String> = name_lists(t, &v)
-            .iter()
-            .map(|s| t[s.start..s.end].to_string())
-            .collect();
+        let found = texts(t, &name_lists(t, &v));
         assert_eq!(
             found,
             ["Harvey", "Ramirez", "Taylor", "Phillips", "Tomaszewski"]
@@ -781,10 +782,7 @@ mod tests {
             .iter()
             .map(|w| span(t, w, "LAST_NAME"))
             .collect();
-        let found: Vec<String> = name_lists(t, &v)
-            .iter()
-            .map(|s| t[s.start..s.end].to_string())
-            .collect();
+        let found = texts(t, &name_lists(t, &v));
         assert!(found.is_empty(), "{found:?}");
     }
 
@@ -806,11 +804,10 @@ mod tests {
                 0.9,
             ),
         ];
-        let towns: Vec<&str> = towns_before_countries(t, &v)
-            .iter()
-            .map(|s| &t[s.start..s.end])
-            .collect();
-        assert_eq!(towns, ["Leipzig", "Weng im Gesäuse"]);
+        assert_eq!(
+            texts(t, &towns_before_countries(t, &v)),
+            ["Leipzig", "Weng im Gesäuse"]
+        );
     }
 
     #[test]
@@ -827,12 +824,8 @@ mod tests {
         .map(|w| span(t, w, "STREET_ADDRESS"))
         .collect();
         v.insert(1, span(t, "20", "BUILDING_NUMBER"));
-        let got: Vec<String> = shown(t, &join_address_parts(t, v))
-            .into_iter()
-            .map(|(s, _)| s)
-            .collect();
         assert_eq!(
-            got,
+            texts(t, &join_address_parts(t, v)),
             [
                 "Prenzlauer Allee 20",
                 "Avenida Lago 99a",
