@@ -65,11 +65,11 @@ fn safe_harbor_recall_on_the_synthetic_corpus() {
 /// recall or adds a leak on any set fails here. The held-out halves were never looked at. The
 /// i2b2 and Presidio sets are built by scripts/fetch-assets from pinned third-party packages.
 const THIRD_PARTY_FLOORS: [(&str, f64, f64, usize); 5] = [
-    ("asq-phi-dev", 0.975, 0.97, 1),
-    ("asq-phi-test", 0.968, 0.975, 3),
+    ("asq-phi-dev", 0.976, 0.97, 1),
+    ("asq-phi-test", 0.969, 0.975, 3),
     ("i2b2-philter", 0.99, 0.80, 0),
-    ("presidio-dev", 0.978, 0.86, 23),
-    ("presidio-test", 0.958, 0.82, 33),
+    ("presidio-dev", 0.98, 0.86, 22),
+    ("presidio-test", 0.966, 0.82, 29),
 ];
 
 #[test]
@@ -120,4 +120,24 @@ fn third_party_sets_hold_their_recall_and_leak_floors() {
             );
         }
     });
+}
+
+/// The given-name gazetteer scripts/fetch-assets builds: names from many countries beside the US
+/// Census list, and none of the English words that open sentences ("He", "Can", "To").
+#[test]
+fn given_names_reach_past_the_census_and_leave_english_words_out() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".assets/gazetteers/given_names.txt");
+    let text = std::fs::read_to_string(&path).expect("run scripts/fetch-assets");
+    let names = phiflow::deid::gazetteer::Gazetteer::from_lines(&text);
+    for name in [
+        "John", "Lars", "Bernd", "Amadeo", "Tuomo", "Jordanka", "Mamoru", "Hope",
+    ] {
+        assert!(names.contains(name), "{name} missing");
+    }
+    for word in [
+        "He", "Can", "To", "The", "You", "Alien", "San", "VIN", "Per", "Den",
+    ] {
+        assert!(!names.contains(word), "{word} listed");
+    }
 }

@@ -253,7 +253,8 @@ impl Recognizers {
     }
 
     /// Every validated finding, overlaps resolved: higher priority wins, then higher score,
-    /// then the longer match, then the earlier one. Sorted by start.
+    /// then the longer match, then the earlier one; a named place holding whole named places
+    /// replaces them (see below). Sorted by start.
     pub fn find(&self, text: &str) -> Vec<Finding> {
         let mut all = Vec::new();
         let regexes = self.regexes.take();
@@ -315,17 +316,35 @@ impl Recognizers {
                 .then((b.end - b.start).cmp(&(a.end - a.start)))
                 .then(a.start.cmp(&b.start))
         });
-        // Accepted findings are disjoint, so the one starting last before `f.end` is the only
-        // one that can overlap `f`.
+        // Accepted findings are disjoint, so those overlapping `f` are one run ending with the
+        // last one starting before `f.end`.
         let mut taken: BTreeMap<usize, Finding> = BTreeMap::new();
         for f in all {
-            let clear = taken
+            // A named place that holds whole places found by higher-ranked patterns takes
+            // their place: "NYC Health Center" outranked by "NYC" would leave "Health Center"
+            // standing. Only words naming places: a ZIP code or a state inside a wider finding
+            // keeps its own label, which policies treat apart.
+            let holds = |t: &Finding| {
+                !f.merge_only
+                    && f.start <= t.start
+                    && t.end <= f.end
+                    && t.end - t.start < f.end - f.start
+                    && matches!(t.label, "CITY" | "LOCATION")
+                    && matches!(f.label, "CITY" | "LOCATION")
+            };
+            let mut overlapping = taken
                 .range(..f.end)
-                .next_back()
-                .is_none_or(|(_, t)| t.end <= f.start);
-            if clear {
-                taken.insert(f.start, f);
+                .rev()
+                .take_while(|(_, t)| t.end > f.start)
+                .peekable();
+            let clear = overlapping.peek().is_none();
+            if !clear && !overlapping.all(|(_, t)| holds(t)) {
+                continue;
             }
+            if !clear {
+                taken.retain(|_, t| !holds(t));
+            }
+            taken.insert(f.start, f);
         }
         taken.into_values().collect()
     }
@@ -802,6 +821,39 @@ mod tests {
             &head[14..]
         );
         assert!(bad(&twice).contains("duplicate"));
+    }
+
+    #[test]
+    fn a_wider_place_replaces_the_places_it_holds_and_nothing_else_does() {
+        let src = |inner: &str, outer: &str| {
+            format!(
+                "version = \"t\"\n\
+                 [[pattern]]\nid = \"inner\"\nlabel = \"{inner}\"\nregex = \"NYC|33653\"\nscore = 0.9\npriority = 9\n\
+                 [[pattern]]\nid = \"outer\"\nlabel = \"{outer}\"\nregex = \"NYC Health Center|FL 33653\"\nscore = 0.5\npriority = 1\n"
+            )
+        };
+        let spans = |inner: &str, outer: &str, text: &str| {
+            let t = Recognizers::from_sources(&[("t.toml".into(), src(inner, outer))], |_| None)
+                .expect("table loads");
+            t.find(text)
+                .into_iter()
+                .map(|f| (f.pattern.to_string(), text[f.start..f.end].to_string()))
+                .collect::<Vec<_>>()
+        };
+        let text = "seen at the NYC Health Center";
+        assert_eq!(
+            spans("CITY", "LOCATION", text),
+            [("outer".into(), "NYC Health Center".into())]
+        );
+        // A ZIP code keeps its label inside a wider finding; a name is not a place.
+        assert_eq!(
+            spans("ZIP_CODE", "SECONDARY_ADDRESS", "Tampa, FL 33653"),
+            [("inner".into(), "33653".into())]
+        );
+        assert_eq!(
+            spans("FIRST_NAME", "NAME", text),
+            [("inner".into(), "NYC".into())]
+        );
     }
 
     #[test]

@@ -58,6 +58,10 @@ pub struct Report {
     /// the output more often than the original has them outside every identifier: the leak
     /// the third-party floors are set on.
     pub whole_leaks: usize,
+    /// `whole_leaks` by Safe Harbor class, classes without any left out: where to look next on a
+    /// set whose text may not be shown.
+    #[serde(default)]
+    pub whole_leaks_by_class: BTreeMap<String, usize>,
     /// Notes with no gold identifier (hard negatives), and how many of them lost any text.
     pub clean_notes: usize,
     pub clean_notes_redacted: usize,
@@ -105,14 +109,17 @@ pub fn evaluate(notes: &[Note], outputs: &[(Vec<Predicted>, String)]) -> Report 
     let mut tallies = [Tally::default(); BUCKETS];
     let mut overall = Tally::default();
     let mut leaks = Vec::new();
-    let mut whole_leaks = 0;
+    let mut whole_leaks = [0usize; BUCKETS];
     let (mut clean_notes, mut clean_notes_redacted) = (0, 0);
     for (i, note) in notes.iter().enumerate() {
         let (preds, out): (&[Predicted], &str) = match outputs.get(i) {
             Some((p, o)) => (p.as_slice(), o.as_str()),
             None => (&[], note.text.as_str()),
         };
-        whole_leaks += score_note(note, preds, out, &mut tallies, &mut overall, &mut leaks);
+        let note_leaks = score_note(note, preds, out, &mut tallies, &mut overall, &mut leaks);
+        for (total, n) in whole_leaks.iter_mut().zip(note_leaks) {
+            *total += n;
+        }
         if note.spans.is_empty() {
             clean_notes += 1;
             clean_notes_redacted += usize::from(preds.iter().any(|p| p.redacted));
@@ -128,7 +135,14 @@ pub fn evaluate(notes: &[Note], outputs: &[(Vec<Predicted>, String)]) -> Report 
         overall: overall.row("OVERALL"),
         leak_count: leaks.len(),
         leaks,
-        whole_leaks,
+        whole_leaks: whole_leaks.iter().sum(),
+        whole_leaks_by_class: CLASSES
+            .iter()
+            .map(|c| c.to_string())
+            .chain(["UNCLASSIFIED".to_string()])
+            .zip(whole_leaks)
+            .filter(|(_, n)| *n > 0)
+            .collect(),
         clean_notes,
         clean_notes_redacted,
     }
@@ -163,7 +177,7 @@ fn score_note(
     tallies: &mut [Tally; BUCKETS],
     overall: &mut Tally,
     leaks: &mut Vec<Leak>,
-) -> usize {
+) -> [usize; BUCKETS] {
     let chars: Vec<char> = note.text.chars().collect();
     let n = chars.len();
     let gold: Vec<Gold> = note
@@ -247,33 +261,33 @@ fn score_note(
     whole_leaks(&chars, &gold, &gold_mask, &redacted, out)
 }
 
-/// Whole gold values of at least 4 characters that survive verbatim in `out`: occurrences in
-/// the output beyond those the original had outside every gold span and redacted prediction.
+/// Whole gold values of at least 4 characters that survive verbatim in `out`, by class bucket
+/// (a value's first gold span's): occurrences in the output beyond those the original had
+/// outside every gold span and redacted prediction.
 fn whole_leaks(
     chars: &[char],
     gold: &[Gold],
     gold_mask: &[u32],
     redacted: &[bool],
     out: &str,
-) -> usize {
+) -> [usize; BUCKETS] {
     let out: Vec<char> = out.chars().collect();
-    let mut values: BTreeMap<&[char], usize> = BTreeMap::new();
+    let mut values: BTreeMap<&[char], (usize, usize)> = BTreeMap::new();
     for g in gold {
         let value = &chars[g.start..g.end];
         if value.len() >= 4 && !exempt(&g.span.label, value) {
-            *values.entry(value).or_default() += 1;
+            values.entry(value).or_insert((0, g.bucket)).0 += 1;
         }
     }
-    values
-        .into_iter()
-        .map(|(value, members)| {
-            let survived = count_bounded(&out, value, |_| true);
-            let expected = count_bounded(chars, value, |pos| {
-                (pos..pos + value.len()).all(|i| gold_mask[i] == 0 && !redacted[i])
-            });
-            survived.saturating_sub(expected).min(members)
-        })
-        .sum()
+    let mut by_bucket = [0; BUCKETS];
+    for (value, (members, bucket)) in values {
+        let survived = count_bounded(&out, value, |_| true);
+        let expected = count_bounded(chars, value, |pos| {
+            (pos..pos + value.len()).all(|i| gold_mask[i] == 0 && !redacted[i])
+        });
+        by_bucket[bucket] += survived.saturating_sub(expected).min(members);
+    }
+    by_bucket
 }
 
 /// Safe Harbor lets ages up to 89 and years stand; STATE and COUNTRY are never identifiers.
@@ -548,8 +562,18 @@ impl Report {
 
     /// Leak counts and the hard negatives' fate, one line each.
     fn footer(&self) -> String {
+        let by_class = if self.whole_leaks_by_class.is_empty() {
+            String::new()
+        } else {
+            let parts: Vec<String> = self
+                .whole_leaks_by_class
+                .iter()
+                .map(|(c, n)| format!("{c} {n}"))
+                .collect();
+            format!(" ({})", parts.join(", "))
+        };
         format!(
-            "leaks: {}\nwhole-identifier leaks (4+ chars, verbatim): {}\nnotes without identifiers: {}, of which redacted: {}\n",
+            "leaks: {}\nwhole-identifier leaks (4+ chars, verbatim): {}{by_class}\nnotes without identifiers: {}, of which redacted: {}\n",
             self.leak_count, self.whole_leaks, self.clean_notes, self.clean_notes_redacted
         )
     }
@@ -753,9 +777,13 @@ mod tests {
         );
         let r = evaluate(&[n], &[(vec![], text.to_string())]);
         assert_eq!(r.whole_leaks, 1);
+        assert_eq!(
+            r.whole_leaks_by_class,
+            BTreeMap::from([("H_MEDICAL_RECORD".to_string(), 1)])
+        );
         assert!(
             r.table()
-                .contains("whole-identifier leaks (4+ chars, verbatim): 1")
+                .contains("whole-identifier leaks (4+ chars, verbatim): 1 (H_MEDICAL_RECORD 1)")
         );
     }
 
@@ -971,7 +999,7 @@ mod tests {
         assert!(t.contains("OVERALL") && t.contains("n/a") && !t.contains("NaN"));
         assert!(t.contains("\nleaks: 1\n"), "{t}");
         assert!(
-            t.contains("whole-identifier leaks (4+ chars, verbatim): 1\n"),
+            t.contains("whole-identifier leaks (4+ chars, verbatim): 1 (G_SSN 1)\n"),
             "{t}"
         );
         assert!(

@@ -4,7 +4,8 @@
 //! - A given name found alone takes the capitalized word after it (and a middle initial between):
 //!   "Brajko Rukavina", "Jiří Z Lukášek". A name that starts with an initial takes the
 //!   capitalized word before it: "Xzavian G. Tavares". The model often finds one half of a
-//!   foreign name; the half it left would be a leak.
+//!   foreign name; the half it left would be a leak. A surname written first between a field's
+//!   label and the name joins it ("Patient: Hoàng, Quốc Bảo").
 //! - The other members of a list that holds a name are names: "Bergman, Harvey and Sanchez",
 //!   where the model found two of the three. A list has a conjunction ("and", "or", "&"), its
 //!   members are single capitalized words, and words shaped like clinical terms ("Cardiology",
@@ -181,8 +182,30 @@ pub fn extend_names(text: &str, v: &mut [Span]) {
         {
             s.start = start;
             s.label = "NAME".into();
+        } else if let Some(start) = surname_first_before(&text[..s.start]) {
+            s.start = start;
+            s.label = "NAME".into();
         }
     }
+}
+
+/// "Patient: Hoàng, Quốc Bảo": a surname written first, between a field's label and the given
+/// names found after it; its start.
+fn surname_first_before(head: &str) -> Option<usize> {
+    let before = head.strip_suffix(", ")?;
+    let start = before
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| c.is_alphabetic() || matches!(c, '\'' | '’' | '-'))
+        .last()
+        .map(|(i, _)| i)?;
+    let word = &before[start..];
+    let label = before[..start].trim_end_matches([' ', '\t']);
+    (word.starts_with(char::is_uppercase)
+        && !NOT_SURNAMES.contains(&word)
+        && label.len() < start
+        && label.ends_with(':'))
+    .then_some(start)
 }
 
 /// Separators between list members, longest first; `true` for a conjunction, which ends a list.
@@ -744,6 +767,20 @@ mod tests {
                 ("Xzavian G. Tavares".into(), "NAME".into()),
             ]
         );
+    }
+
+    #[test]
+    fn a_surname_written_first_after_a_label_joins_the_name() {
+        let text = "Patient: Hoàng, Quốc Bảo    MRN 0012";
+        let mut v = vec![span(text, "Quốc Bảo", "NAME")];
+        extend_names(text, &mut v);
+        assert_eq!(texts(text, &v), ["Hoàng, Quốc Bảo"]);
+        // Not without the label's colon, nor over an ordinary word.
+        for text in ["Yesterday, Quốc Bảo came", "Patient: The, Quốc Bảo"] {
+            let mut v = vec![span(text, "Quốc Bảo", "NAME")];
+            extend_names(text, &mut v);
+            assert_eq!(texts(text, &v), ["Quốc Bảo"], "{text}");
+        }
     }
 
     #[test]
