@@ -3,11 +3,9 @@
 //! the model says. Words match case-insensitively as whole words; numbers match by their
 //! digits, whatever separators the text writes between them ("555-0142" finds "555 0142").
 
-use std::sync::Arc;
-
 use aho_corasick::{AhoCorasick, MatchKind};
 
-use crate::stages::{Source, Span};
+use crate::stages::Span;
 
 /// The pattern name known-identifier spans carry (and that entities report).
 pub const PATTERN: &str = "known_identifier";
@@ -59,14 +57,7 @@ pub fn find(text: &str, known: &[KnownIdentifier]) -> Vec<Span> {
 }
 
 fn span(start: usize, end: usize, label: &str) -> Span {
-    Span {
-        start,
-        end,
-        label: label.to_string(),
-        score: 1.0,
-        source: Source::Pattern,
-        pattern: Some(Arc::from(PATTERN)),
-    }
+    Span::pattern(start, end, label, 1.0, PATTERN)
 }
 
 fn is_word(c: Option<char>) -> bool {

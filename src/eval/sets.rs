@@ -22,15 +22,8 @@ pub struct EvalSet {
     pub unplaced: usize,
 }
 
-/// Names accepted by [`load`], in report order.
-pub const SET_NAMES: [&str; 6] = [
-    "synthetic",
-    "asq-phi-dev",
-    "asq-phi-test",
-    "i2b2-philter",
-    "presidio-dev",
-    "presidio-test",
-];
+/// Sets committed under `tests/data`, in report order (the fetched ones follow).
+const COMMITTED: [&str; 3] = ["synthetic", "asq-phi-dev", "asq-phi-test"];
 
 /// Sets that `scripts/fetch-assets` builds from third-party packages (never committed), as
 /// (name, file in the fetched folder, source, tuned on).
@@ -57,15 +50,22 @@ const FETCHED: [(&str, &str, &str, bool); 3] = [
     ),
 ];
 
+/// A set's file, or an error naming it (and `hint`).
+fn read(path: &Path, hint: &str) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}{hint}", path.display()))
+}
+
 /// Loads the named sets (`all` for every one): committed ones from `data_dir` (`tests/data` in
 /// the repository), fetched ones from `fetched_dir` (`.assets/eval`, see `scripts/fetch-assets`).
 pub fn load(data_dir: &Path, fetched_dir: &Path, names: &[String]) -> Result<Vec<EvalSet>, String> {
     let all = names.iter().any(|n| n == "all");
+    let known = || COMMITTED.into_iter().chain(FETCHED.map(|(name, ..)| name));
     for n in names {
-        if n != "all" && !SET_NAMES.contains(&n.as_str()) {
+        if n != "all" && !known().any(|k| k == n) {
+            let known: Vec<&str> = known().collect();
             return Err(format!(
                 "unknown set {n:?} (known: all, {})",
-                SET_NAMES.join(", ")
+                known.join(", ")
             ));
         }
     }
@@ -73,8 +73,7 @@ pub fn load(data_dir: &Path, fetched_dir: &Path, names: &[String]) -> Result<Vec
     let mut sets = Vec::new();
     if wanted("synthetic") {
         let path = data_dir.join("deid_eval.jsonl");
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = read(&path, "")?;
         sets.push(EvalSet {
             name: "synthetic",
             source: "phiflow's own generator (seed 20251121); a regression floor, not evidence",
@@ -85,8 +84,7 @@ pub fn load(data_dir: &Path, fetched_dir: &Path, names: &[String]) -> Result<Vec
     }
     if wanted("asq-phi-dev") || wanted("asq-phi-test") {
         let path = data_dir.join("asq-phi/synthetic_clinical_queries.txt");
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = read(&path, "")?;
         let (notes, unplaced) = asq_phi(&text)?;
         let (dev, test): (Vec<_>, Vec<_>) =
             notes.into_iter().enumerate().partition(|(i, _)| i % 2 == 0);
@@ -123,8 +121,7 @@ pub fn load(data_dir: &Path, fetched_dir: &Path, names: &[String]) -> Result<Vec
             continue;
         }
         let path = fetched_dir.join(file);
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("{}: {e} (run scripts/fetch-assets)", path.display()))?;
+        let text = read(&path, " (run scripts/fetch-assets)")?;
         sets.push(EvalSet {
             name,
             source,

@@ -72,19 +72,11 @@ pub fn recognize(
     if p.safety_sweep {
         for f in rest.into_iter().filter(|f| !f.merge_only) {
             spans.stats.sweep_added += 1;
-            v.push(Span {
-                start: f.start,
-                end: f.end,
-                label: f.label.to_string(),
-                score: f.score,
-                source: Source::Pattern,
-                pattern: Some(f.pattern.clone()),
-            });
+            v.push(Span::pattern(f.start, f.end, f.label, f.score, f.pattern));
         }
     }
     v.sort_by_key(|s| (s.start, s.end));
     if p.join_names {
-        structure::extend_names(&text, &mut v);
         v = join_names(&text, v);
     }
     v = coalesce(v);
@@ -98,7 +90,6 @@ pub fn recognize(
         v.extend(found);
         v.sort_by_key(|s| (s.start, s.end));
         if p.join_names {
-            structure::extend_names(&text, &mut v);
             v = join_names(&text, v);
         }
         v = coalesce(v);
@@ -188,8 +179,10 @@ fn absorb_initials(text: &str, s: &mut Span) {
     }
 }
 
-/// Name parts of one name become one NAME span.
-fn join_names(text: &str, v: Vec<Span>) -> Vec<Span> {
+/// Names take the words the layout around them says are theirs ([`structure::extend_names`]),
+/// then name parts of one name become one NAME span.
+fn join_names(text: &str, mut v: Vec<Span>) -> Vec<Span> {
+    structure::extend_names(text, &mut v);
     let mut out: Vec<Span> = Vec::with_capacity(v.len());
     for mut s in v {
         if is_name(&s) {
@@ -345,14 +338,13 @@ fn propagate(text: &str, v: &[Span], known: &Terms) -> Vec<Span> {
             continue;
         }
         let (label, score) = &terms[keys[m.pattern().as_usize()]];
-        out.push(Span {
-            start: a,
-            end: b,
-            label: label.to_string(),
-            score: *score,
-            source: Source::Pattern,
-            pattern: Some(std::sync::Arc::from("propagation")),
-        });
+        out.push(Span::pattern(
+            a,
+            b,
+            label.to_string(),
+            *score,
+            "propagation",
+        ));
     }
     out
 }

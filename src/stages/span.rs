@@ -36,6 +36,24 @@ impl Span {
             pattern: None,
         }
     }
+
+    /// A span a recognizer pattern (or a rule named like one) found on its own.
+    pub fn pattern(
+        start: usize,
+        end: usize,
+        label: impl Into<String>,
+        score: f32,
+        pattern: impl Into<Arc<str>>,
+    ) -> Self {
+        Self {
+            start,
+            end,
+            label: label.into(),
+            score,
+            source: Source::Pattern,
+            pattern: Some(pattern.into()),
+        }
+    }
 }
 
 /// The spans of one text, with the sentence starts that grouping must not cross.

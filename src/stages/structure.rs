@@ -122,14 +122,18 @@ fn capitalized_word(s: &str) -> Option<usize> {
     (lower >= 1 && !glued && !ordinary).then_some(end)
 }
 
-/// A capitalized word that ends `s` (preceded by a non-letter or the start); its start.
-fn capitalized_word_before(s: &str) -> Option<usize> {
-    let start = s
-        .char_indices()
+/// The start of the word (letters, apostrophes, hyphens) that ends `s`, if one does.
+fn word_before(s: &str) -> Option<usize> {
+    s.char_indices()
         .rev()
         .take_while(|(_, c)| c.is_alphabetic() || matches!(c, '\'' | '’' | '-'))
         .last()
-        .map(|(i, _)| i)?;
+        .map(|(i, _)| i)
+}
+
+/// A capitalized word that ends `s` (preceded by a non-letter or the start); its start.
+fn capitalized_word_before(s: &str) -> Option<usize> {
+    let start = word_before(s)?;
     (capitalized_word(&s[start..]) == Some(s.len() - start)).then_some(start)
 }
 
@@ -193,12 +197,7 @@ pub fn extend_names(text: &str, v: &mut [Span]) {
 /// names found after it; its start.
 fn surname_first_before(head: &str) -> Option<usize> {
     let before = head.strip_suffix(", ")?;
-    let start = before
-        .char_indices()
-        .rev()
-        .take_while(|(_, c)| c.is_alphabetic() || matches!(c, '\'' | '’' | '-'))
-        .last()
-        .map(|(i, _)| i)?;
+    let start = word_before(before)?;
     let word = &before[start..];
     let label = before[..start].trim_end_matches([' ', '\t']);
     (word.starts_with(char::is_uppercase)
@@ -299,14 +298,7 @@ pub fn name_lists(text: &str, v: &[Span]) -> Vec<Span> {
         }
         for (start, end) in members {
             if out.iter().all(|o| o.start != start) {
-                out.push(Span {
-                    start,
-                    end,
-                    label: "LAST_NAME".into(),
-                    score: s.score,
-                    source: super::span::Source::Pattern,
-                    pattern: Some(std::sync::Arc::from("name_list")),
-                });
+                out.push(Span::pattern(start, end, "LAST_NAME", s.score, "name_list"));
             }
         }
     }
@@ -419,14 +411,14 @@ pub fn towns_before_countries(text: &str, v: &[Span]) -> Vec<Span> {
         let fielded = gap.starts_with(separator) && gap.ends_with(separator);
         if words_capitalized && fielded && words.len() <= 4 {
             let start = part.end + (gap.len() - gap.trim_start_matches(separator).len());
-            out.push(Span {
+            let score = part.score.min(country.score);
+            out.push(Span::pattern(
                 start,
-                end: start + town.len(),
-                label: "CITY".into(),
-                score: part.score.min(country.score),
-                source: super::span::Source::Pattern,
-                pattern: Some(std::sync::Arc::from("town_before_country")),
-            });
+                start + town.len(),
+                "CITY",
+                score,
+                "town_before_country",
+            ));
         }
     }
     out
