@@ -32,8 +32,27 @@ struct FileSpec {
     /// above `pipelines/recognizers`), as written by scripts/fetch-assets.
     #[serde(default)]
     gazetteers: BTreeMap<String, String>,
+    /// Gazetteers that make a one-word name an ordinary word (see
+    /// [`Recognizers::is_ordinary_word`]).
+    ordinary_words: Option<OrdinaryWordsSpec>,
     #[serde(default)]
     pattern: Vec<PatternSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OrdinaryWordsSpec {
+    /// Word lists (English words, drug names).
+    lists: Vec<String>,
+    /// Name lists: a word listed there is never ordinary.
+    unless: Vec<String>,
+}
+
+/// The gazetteers [`Recognizers::is_ordinary_word`] reads.
+#[derive(Debug, Default)]
+struct OrdinaryWords {
+    lists: Vec<Arc<Gazetteer>>,
+    unless: Vec<Arc<Gazetteer>>,
 }
 
 #[derive(Deserialize)]
@@ -79,6 +98,9 @@ struct Pattern {
     /// Capture groups named `gaz_<name>` with their gazetteer: each taking part must be
     /// listed there (its longest listed word prefix; the identifier is cut to match).
     gated: Vec<(usize, Arc<Gazetteer>)>,
+    /// Capture groups named `nogaz_<name>` with their gazetteer: one taking part whose text is
+    /// listed there drops the match (a surname that is also an English word).
+    excluded: Vec<(usize, Arc<Gazetteer>)>,
 }
 
 /// Score kept by a labelled value that fails a checksum or issuing-rule validator: the label
@@ -110,6 +132,8 @@ pub struct Recognizers {
     /// Patterns left out because a gazetteer they need is not installed (run
     /// scripts/fetch-assets), as `pattern id (gazetteer)`.
     pub inactive: Vec<String>,
+    /// `None` when the table names none or a list it names is not installed.
+    ordinary: Option<OrdinaryWords>,
 }
 
 const DEFAULT_CONTEXT_CHARS: usize = 40;
@@ -160,6 +184,7 @@ impl Recognizers {
         let mut ids = HashSet::new();
         let mut inactive = Vec::new();
         let mut gazetteers: BTreeMap<String, Option<Arc<Gazetteer>>> = BTreeMap::new();
+        let mut ordinary = None;
         for (file, src) in sources {
             let err = |message: String| RecognizerError {
                 file: file.clone(),
@@ -170,6 +195,24 @@ impl Recognizers {
             for (name, path) in &spec.gazetteers {
                 let g = gazetteer(path).filter(|g| !g.is_empty()).map(Arc::new);
                 gazetteers.insert(name.clone(), g);
+            }
+            if let Some(o) = &spec.ordinary_words {
+                let pick = |names: &[String]| -> Result<Option<Vec<Arc<Gazetteer>>>, _> {
+                    names
+                        .iter()
+                        .map(|n| match gazetteers.get(n) {
+                            None => Err(err(format!("ordinary_words: unknown gazetteer `{n}`"))),
+                            Some(g) => Ok(g.clone()),
+                        })
+                        .collect::<Result<Option<Vec<_>>, _>>()
+                };
+                ordinary = match (pick(&o.lists)?, pick(&o.unless)?) {
+                    (Some(lists), Some(unless)) => Some(OrdinaryWords { lists, unless }),
+                    _ => {
+                        inactive.push("ordinary_words (a list is not installed)".into());
+                        None
+                    }
+                };
             }
             for p in spec.pattern {
                 let at = |m: String| err(format!("pattern `{}`: {m}", p.id));
@@ -187,16 +230,18 @@ impl Recognizers {
                 if p.requires_context && p.context.is_empty() {
                     return Err(at("requires_context without context words".into()));
                 }
-                let mut gated = Vec::new();
+                let (mut gated, mut excluded) = (Vec::new(), Vec::new());
                 let mut missing = None;
                 for (i, name) in regex.capture_names().enumerate() {
-                    let Some(g) = name.and_then(|n| n.strip_prefix("gaz_")) else {
-                        continue;
+                    let (g, into) = match name {
+                        Some(n) if n.starts_with("gaz_") => (&n[4..], &mut gated),
+                        Some(n) if n.starts_with("nogaz_") => (&n[6..], &mut excluded),
+                        _ => continue,
                     };
                     match gazetteers.get(g) {
                         None => return Err(at(format!("unknown gazetteer `{g}`"))),
                         Some(None) => missing = Some(g.to_string()),
-                        Some(Some(list)) => gated.push((i, list.clone())),
+                        Some(Some(list)) => into.push((i, list.clone())),
                     }
                 }
                 if let Some(g) = missing {
@@ -222,6 +267,7 @@ impl Recognizers {
                         .map(|(i, _)| i)
                         .collect(),
                     gated,
+                    excluded,
                 });
                 regexes.push(regex);
             }
@@ -231,7 +277,42 @@ impl Recognizers {
             patterns,
             version: versions.join("+"),
             inactive,
+            ordinary,
         })
+    }
+
+    /// Whether every word of `phrase` is an ordinary word ([`Self::is_ordinary_word`]):
+    /// "Attending Provider", "Vital Signs". False for a phrase with no word.
+    pub fn is_ordinary_phrase(&self, phrase: &str) -> bool {
+        let mut words = phrase
+            .split(|c: char| !c.is_alphabetic())
+            .filter(|w| !w.is_empty())
+            .peekable();
+        words.peek().is_some() && words.all(|w| self.is_ordinary_word(w))
+    }
+
+    /// Whether `word` is an ordinary word and no name: listed in an ordinary-word list (as
+    /// written, or without an "s", "es", "ing" or "ed" ending: "Signs", "Attending") and in no
+    /// name list. "ABDOMEN", "Zantac" and "Provider" are; "Will", "Baker" and "Berg" are not.
+    /// False without the lists.
+    pub fn is_ordinary_word(&self, word: &str) -> bool {
+        let Some(o) = &self.ordinary else {
+            return false;
+        };
+        if word.chars().count() < 3
+            || !word.chars().all(char::is_alphabetic)
+            || o.unless.iter().any(|g| g.contains(word))
+        {
+            return false;
+        }
+        let lower = word.to_lowercase();
+        let stems = ["s", "es", "ing", "ed"]
+            .iter()
+            .filter_map(|e| lower.strip_suffix(e))
+            .filter(|s| s.chars().count() >= 3);
+        std::iter::once(lower.as_str())
+            .chain(stems)
+            .any(|w| o.lists.iter().any(|g| g.contains(w)))
     }
 
     /// The shipped English table.
@@ -252,6 +333,41 @@ impl Recognizers {
         )
     }
 
+    /// The shipped English table with small stand-in gazetteers (the real ones are fetched).
+    #[cfg(test)]
+    pub fn builtin_with_stand_in_gazetteers() -> Self {
+        Self::from_sources(
+            &[
+                (
+                    "en.toml".into(),
+                    include_str!("../../pipelines/recognizers/en.toml").into(),
+                ),
+                (
+                    "en_recall.toml".into(),
+                    include_str!("../../pipelines/recognizers/en_recall.toml").into(),
+                ),
+            ],
+            |path| {
+                let list = match path.rsplit('/').next() {
+                    Some("given_names.txt") => {
+                        "RICHARD\nSUNNY\nMARCUS\nWILL\nHOPE\nJOHN\nEMILY\nMERCY\nANNA\nCALLIOPE\nBERND"
+                    }
+                    Some("surnames.txt") => {
+                        "SMITH\nGENERAL\nORTEL\nOROZCO\nJOHNSON\nROMANI\nKELLY\nBROWN\nLUDWIG"
+                    }
+                    Some("us_places.txt") => "PORT LEYDEN\nCHICAGO\nHARROW\nEMILY\nWELLS\nLYME",
+                    Some("english_words.txt") => {
+                        "ABDOMEN\nSOFT\nPROVIDER\nATTEND\nSIGN\nVITAL\nLAB\nTEST\nWILL\nHOPE\nCALLIOPE\nBROWN"
+                    }
+                    Some("drugs.txt") => "ZANTAC\nLASIX",
+                    _ => return None,
+                };
+                Some(Gazetteer::from_lines(list))
+            },
+        )
+        .expect("shipped recognizers load")
+    }
+
     /// Every validated finding, overlaps resolved: higher priority wins, then higher score,
     /// then the longer match, then the earlier one; a named place holding whole named places
     /// replaces them (see below). Sorted by start.
@@ -270,6 +386,12 @@ impl Recognizers {
                 };
                 let mut m_end = m.end();
                 if !p.gated.is_empty() && !gazetteers_agree(text, &caps, &p.gated, &mut m_end) {
+                    continue;
+                }
+                if p.excluded
+                    .iter()
+                    .any(|(i, g)| caps.get(*i).is_some_and(|c| g.contains(c.as_str())))
+                {
                     continue;
                 }
                 let (start, end) = trim_match(text, m.start(), m_end);
@@ -749,10 +871,20 @@ mod tests {
             "facility_prefix",
             "Clinique Sainte-Thérèse",
         );
+        // A business is found as an employer, by its cue, and not by its legal form alone.
         by(
             "Employer notified: Bluewater Seafood Co., supervisor",
-            "facility",
+            "organization_context",
             "Bluewater Seafood Co.",
+        );
+        by(
+            "works at Pioneer Valley Credit Union as a teller",
+            "organization_context",
+            "Pioneer Valley Credit Union",
+        );
+        finds_no(
+            "a pacemaker made by Medtronic Inc. was placed",
+            "ORGANIZATION",
         );
         by(
             "study ID STDY-5255-377 today",
@@ -864,32 +996,8 @@ mod tests {
         assert!(f[0].score > 0.85);
     }
 
-    /// The shipped table with small stand-in gazetteers (the real ones are fetched).
     fn with_gazetteers() -> Recognizers {
-        Recognizers::from_sources(
-            &[
-                (
-                    "en.toml".into(),
-                    include_str!("../../pipelines/recognizers/en.toml").into(),
-                ),
-                (
-                    "en_recall.toml".into(),
-                    include_str!("../../pipelines/recognizers/en_recall.toml").into(),
-                ),
-            ],
-            |path| {
-                let list = match path.rsplit('/').next() {
-                    Some("given_names.txt") => {
-                        "RICHARD\nSUNNY\nMARCUS\nWILL\nHOPE\nJOHN\nEMILY\nMERCY\nANNA"
-                    }
-                    Some("surnames.txt") => "SMITH\nGENERAL\nORTEL\nOROZCO\nJOHNSON",
-                    Some("us_places.txt") => "PORT LEYDEN\nCHICAGO\nHARROW\nEMILY\nWELLS\nLYME",
-                    _ => return None,
-                };
-                Some(Gazetteer::from_lines(list))
-            },
-        )
-        .expect("shipped recognizers load")
+        Recognizers::builtin_with_stand_in_gazetteers()
     }
 
     fn found_with(t: &Recognizers, text: &str) -> Vec<(String, &'static str, String)> {
@@ -1184,6 +1292,91 @@ mod tests {
             "____________    XW277/90683 \n",
             "OTHER_IDENTIFIER",
             "XW277/90683",
+        );
+    }
+
+    #[test]
+    fn possessive_surnames_and_lone_given_names_need_a_list_and_no_word() {
+        let t = with_gazetteers();
+        let has = |text: &str, label: &str, value: &str| {
+            let got = found_with(&t, text);
+            assert!(
+                got.iter().any(|(_, l, v)| *l == label && v == value),
+                "expected {label} `{value}` in {text:?}, got {got:?}"
+            );
+        };
+        has("(though Kelly's song was about", "LAST_NAME", "Kelly");
+        has("Why is Bernd so impulsive?", "FIRST_NAME", "Bernd");
+        has("a 20yo female, Anna, seen in clinic", "NAME", "Anna");
+        for quiet in [
+            // A surname that is an English word, an eponym, a month.
+            "Brown's cow was sold",
+            "a recent Ludwig's angina treated",
+            "Kelly's syndrome",
+            "since March's visit",
+            // A given name that is a word.
+            "why is Will so sure",
+        ] {
+            let got = found_with(&t, quiet);
+            assert!(
+                got.iter().all(|(_, l, _)| !l.contains("NAME")),
+                "{quiet}: {got:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn clinical_shorthand_is_no_date_and_no_place() {
+        finds_no("MIBI was stopped 2/2 to chest pain", "DATE");
+        finds("held from 2/2 to 2/10", "DATE", "2/2");
+        finds_no("seen at PCP on 2/03 with EKG", "LOCATION");
+    }
+
+    #[test]
+    fn streets_with_the_other_usps_suffixes() {
+        finds(
+            "It's in 78282 Roberts Ferry Suite 790 Stephaniefort",
+            "STREET_ADDRESS",
+            "78282 Roberts Ferry",
+        );
+        finds(
+            "mail it to 68018 Kevin Estates Apt. 5",
+            "STREET_ADDRESS",
+            "68018 Kevin Estates",
+        );
+        finds_no("a Level 1 Trauma Center, which", "STREET_ADDRESS");
+        finds_no("after 10 Mile Run finished", "STREET_ADDRESS");
+        finds_no("gave 2 Tylenol Extra Strength tablets", "STREET_ADDRESS");
+    }
+
+    #[test]
+    fn ordinary_words_are_words_no_name_list_has() {
+        let t = with_gazetteers();
+        for word in [
+            "ABDOMEN",
+            "Zantac",
+            "Provider",
+            "Attending",
+            "Signs",
+            "lasix",
+        ] {
+            assert!(t.is_ordinary_word(word), "{word}");
+        }
+        // Listed names, short words, and words with digits or marks are never ordinary.
+        for word in ["Will", "Hope", "Calliope", "Smith", "Lab3", "ab", "Berg"] {
+            assert!(!t.is_ordinary_word(word), "{word}");
+        }
+        assert!(t.is_ordinary_phrase("Attending Provider"));
+        assert!(t.is_ordinary_phrase("Vital Signs") && t.is_ordinary_phrase("Lab-Test"));
+        assert!(!t.is_ordinary_phrase("Attending Smith"));
+        assert!(!t.is_ordinary_phrase(" , "));
+        // Without the lists nothing is ordinary, and the table says the rule is off.
+        assert!(!table().is_ordinary_word("ABDOMEN"));
+        assert!(
+            table()
+                .inactive
+                .iter()
+                .any(|p| p.starts_with("ordinary_words"))
         );
     }
 

@@ -2,7 +2,7 @@
 //!
 //! Steps, in order: join word pieces of one type that touch (the model may tag each piece `B-`);
 //! drop spans under the confidence threshold; widen spans that cut a word to the whole word;
-//! trim surrounding whitespace; drop name spans that are eponyms (a single word followed by
+//! trim surrounding whitespace; drop name and place spans that are eponyms (a single word followed by
 //! "disease", "'s syndrome", "sign", "reflex"… is a clinical term, not a person); optionally group
 //! same-type neighbours (gap of at most 2 characters, no line break, same sentence) and
 //! smart-merge fragments of one identifier (gap of separators only); finally resolve overlaps, so
@@ -65,7 +65,8 @@ pub fn merge(mut spans: Spans, p: MergeParams) -> Spans {
 }
 
 /// Words that make the name before them a clinical eponym ("Parkinson's disease", "Babinski
-/// sign", "Hodgkin lymphoma").
+/// sign", "Hodgkin lymphoma", "Foley catheter"). `eponym_head` in en_recall.toml is the same
+/// list for the recognizers.
 const EPONYM_HEADS: &[&str] = &[
     "disease",
     "diseases",
@@ -125,19 +126,63 @@ const EPONYM_HEADS: &[&str] = &[
     "stain",
     "staging",
     "index",
+    "catheter",
+    "monitor",
+    "drain",
+    "tube",
+    "stockings",
+    "splint",
+    "pump",
 ];
 
-/// A model name span of one word directly followed (after an optional "'s") by an eponym head.
+/// Diseases named by a person and often written without their head noun ("advanced
+/// Alzheimer's", "a history of Crohn's").
+const EPONYM_DISEASES: &[&str] = &[
+    "Alzheimer",
+    "Parkinson",
+    "Huntington",
+    "Crohn",
+    "Hodgkin",
+    "Addison",
+    "Cushing",
+    "Hashimoto",
+    "Asperger",
+    "Tourette",
+    "Raynaud",
+    "Sjogren",
+    "Sjögren",
+    "Meniere",
+    "Ménière",
+    "Kawasaki",
+    "Graves",
+];
+
+/// Titles that make the possessive after them a person's ("Mr. Parkinson's wife").
+const TITLES: &[&str] = &["Mr", "Mrs", "Ms", "Miss", "Dr", "Prof"];
+
+/// A model span of one word, a name or a place, directly followed (after an optional "'s") by an
+/// eponym head ("Babinski sign", "Lyme disease"), or a disease eponym with its "'s" and no
+/// title before it ("advanced Alzheimer's").
 fn is_eponym(text: &str, s: &Span) -> bool {
-    if crate::deid::canonical_label(&s.label).hipaa_class != "A_NAMES"
-        || text[s.start..s.end].contains(char::is_whitespace)
-    {
+    let class = crate::deid::canonical_label(&s.label).hipaa_class;
+    let word = &text[s.start..s.end];
+    if !matches!(class, "A_NAMES" | "B_GEOGRAPHIC") || word.contains(char::is_whitespace) {
         return false;
     }
     let rest = &text[s.end..];
-    let rest = ["'s", "’s", "'", "’"]
-        .iter()
-        .find_map(|p| rest.strip_prefix(p))
+    let after_possessive = ["'s", "’s"].iter().find_map(|p| rest.strip_prefix(p));
+    if after_possessive.is_some()
+        && EPONYM_DISEASES.contains(&word)
+        && !text[..s.start]
+            .trim_end_matches([' ', '.'])
+            .rsplit(|c: char| !c.is_alphabetic())
+            .next()
+            .is_some_and(|w| TITLES.contains(&w))
+    {
+        return true;
+    }
+    let rest = after_possessive
+        .or_else(|| ["'", "’"].iter().find_map(|p| rest.strip_prefix(p)))
         .unwrap_or(rest);
     let Some(rest) = rest.strip_prefix([' ', '\t']) else {
         return false;
@@ -145,8 +190,8 @@ fn is_eponym(text: &str, s: &Span) -> bool {
     let word_end = rest
         .find(|c: char| !c.is_ascii_alphabetic())
         .unwrap_or(rest.len());
-    let word = &rest[..word_end];
-    EPONYM_HEADS.iter().any(|h| h.eq_ignore_ascii_case(word))
+    let head = &rest[..word_end];
+    EPONYM_HEADS.iter().any(|h| h.eq_ignore_ascii_case(head))
 }
 
 /// Whether a sentence starts inside `(from, to]`.
@@ -376,18 +421,23 @@ mod tests {
 
     #[test]
     fn eponyms_are_not_names() {
-        let text = "Hx of Alzheimer's disease, a Babinski sign, Hodgkin lymphoma; Mr. Parkinson's wife called.";
-        let at = |w: &str| {
+        let text = "Hx of Alzheimer's disease, a Babinski sign, Hodgkin lymphoma; Mr. Parkinson's wife \
+                    called. Advanced Crohn's, Lyme disease; Dr. Huntington's notes.";
+        let at = |w: &str, label: &str| {
             let b = text.find(w).expect("word");
-            Span::model(b, b + w.len(), "SURNAME", 0.9)
+            Span::model(b, b + w.len(), label, 0.9)
         };
         let spans = vec![
-            at("Alzheimer"),
-            at("Babinski"),
-            at("Hodgkin"),
-            at("Parkinson"),
+            at("Alzheimer", "SURNAME"),
+            at("Babinski", "SURNAME"),
+            at("Hodgkin", "SURNAME"),
+            at("Parkinson", "SURNAME"),
+            at("Crohn", "SURNAME"),
+            at("Lyme", "CITY"),
+            at("Huntington", "SURNAME"),
         ];
         let got = run(text, spans, vec![], ALL);
-        assert_eq!(got, vec![("Parkinson".to_string(), "SURNAME".to_string())]);
+        let surname = |w: &str| (w.to_string(), "SURNAME".to_string());
+        assert_eq!(got, vec![surname("Parkinson"), surname("Huntington")]);
     }
 }

@@ -46,13 +46,20 @@ pub fn recognize(
     let text = spans.original.clone();
     let findings = if p.smart_merging || p.safety_sweep {
         let mut f = recognizers.find(&text);
-        f.retain(|f| f.score >= p.min_finding_score);
+        // A name found by its context whose words are all ordinary words is a heading or a
+        // role ("reviewed by Attending Provider", "Vital Signs"), not a person.
+        f.retain(|f| {
+            f.score >= p.min_finding_score
+                && !(canonical_label(f.label).hipaa_class == "A_NAMES"
+                    && recognizers.is_ordinary_phrase(&text[f.start..f.end]))
+        });
         f
     } else {
         Vec::new()
     };
     let mut v = std::mem::take(&mut spans.spans);
     v.sort_by_key(|s| (s.start, s.end));
+    drop_ordinary_word_names(&text, &mut v, recognizers);
     // Disjoint and sorted from here on, so the spans a finding overlaps are one run.
     v = coalesce(v);
     let mut rest = Vec::with_capacity(findings.len());
@@ -94,11 +101,43 @@ pub fn recognize(
         }
         v = coalesce(v);
     }
+    structure::drop_business_names(&text, &mut v);
     structure::label_countries(&text, &mut v);
     let towns = structure::towns_before_countries(&text, &v);
     v = with_added(v, towns);
     spans.spans = structure::join_address_parts(&text, v);
     spans
+}
+
+/// Drops the model's one-word names that are ordinary words ([`Recognizers::is_ordinary_word`])
+/// and stand alone: a word beside another name ("Calliope Romani") is part of that name, unless
+/// that one is an ordinary word too ("Vital Signs"). `v` is sorted by start.
+fn drop_ordinary_word_names(text: &str, v: &mut Vec<Span>, recognizers: &Recognizers) {
+    let ordinary: Vec<bool> = v
+        .iter()
+        .map(|s| {
+            s.source == Source::Model
+                && is_name(s)
+                && recognizers.is_ordinary_phrase(&text[s.start..s.end])
+        })
+        .collect();
+    // Whether `v[a]` and `v[b]` are parts of one name and the part that is not `v[i]` is no
+    // ordinary word.
+    let one_name = |a: usize, b: usize, other: usize| {
+        !ordinary[other]
+            && is_name(&v[other])
+            && v[b].start >= v[a].end
+            && name_gap(&text[v[a].end..v[b].start])
+    };
+    let drop: Vec<bool> = (0..v.len())
+        .map(|i| {
+            ordinary[i]
+                && !(i > 0 && one_name(i - 1, i, i - 1))
+                && !(i + 1 < v.len() && one_name(i, i + 1, i + 1))
+        })
+        .collect();
+    let mut keep = drop.iter().map(|d| !d);
+    v.retain(|_| keep.next().unwrap_or(true));
 }
 
 /// One span covering the finding and the model spans it overlaps.
@@ -396,7 +435,20 @@ mod tests {
     use std::sync::Arc;
 
     fn run(text: &str, spans: Vec<Span>, p: RecognizeParams) -> Vec<(String, String, Source)> {
-        let table = Recognizers::builtin().expect("recognizers");
+        run_with(
+            &Recognizers::builtin().expect("recognizers"),
+            text,
+            spans,
+            p,
+        )
+    }
+
+    fn run_with(
+        table: &Recognizers,
+        text: &str,
+        spans: Vec<Span>,
+        p: RecognizeParams,
+    ) -> Vec<(String, String, Source)> {
         let out = recognize(
             Spans {
                 original: Arc::from(text),
@@ -404,7 +456,7 @@ mod tests {
                 sentence_starts: vec![],
                 stats: RunStats::default(),
             },
-            &table,
+            table,
             &Terms::default(),
             p,
         );
@@ -480,6 +532,30 @@ mod tests {
         let t = "311 West 75th St, New York, NY 10023";
         let got = run(t, vec![Span::model(18, 26, "STATE", 0.8)], MERGE);
         assert_eq!(got, vec![("New York".into(), "CITY".into(), Source::Both)]);
+    }
+
+    #[test]
+    fn ordinary_words_are_no_names_unless_a_name_stands_beside_them() {
+        let table = Recognizers::builtin_with_stand_in_gazetteers();
+        let t = "ABDOMEN: soft. GI prophylaxis: Zantac. Under my partner's name Calliope Romani.";
+        let at = |w: &str, label: &str| {
+            let b = t.find(w).expect("word");
+            Span::model(b, b + w.len(), label, 0.9)
+        };
+        let spans = vec![
+            at("ABDOMEN", "GIVEN_NAME"),
+            at("Zantac", "SURNAME"),
+            at("Calliope", "GIVEN_NAME"),
+            at("Romani", "SURNAME"),
+        ];
+        let got = run_with(&table, t, spans, SWEEP);
+        let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
+        assert_eq!(texts, ["Calliope Romani"]);
+        // A name found by its context alone, every word of it ordinary, is a role or a heading.
+        let t = "Approved but not reviewed by Attending Provider. Reviewed by Provider Smith.";
+        let got = run_with(&table, t, vec![], SWEEP);
+        let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
+        assert_eq!(texts, ["Provider Smith"]);
     }
 
     #[test]

@@ -431,6 +431,56 @@ fn is_country(name: &str) -> bool {
     COUNTRIES.iter().any(|k| k.eq_ignore_ascii_case(name))
 }
 
+/// Words after a name that make it a business's ("Weyerhauser Company", "Adamas
+/// Pharmaceuticals Inc.", "TABIKOBO Co.Ltd."): capitalized as written.
+const LEGAL_FORMS: &[&str] = &[
+    "Inc",
+    "INC",
+    "Incorporated",
+    "Ltd",
+    "LTD",
+    "Limited",
+    "LLC",
+    "LLP",
+    "PLC",
+    "Plc",
+    "Corp",
+    "Corporation",
+    "Company",
+    "GmbH",
+    "AG",
+    "SA",
+    "NV",
+    "BV",
+    "Holdings",
+];
+
+/// Whether the name at `end` is a business's: a legal form follows it ("Co." only as
+/// "Co.Ltd." or "Co., Ltd.": "Orange Co." alone may be a county).
+fn business_after(text: &str, end: usize) -> bool {
+    let rest = text[end..].trim_start_matches([' ', '\t']);
+    let word_end = rest
+        .find(|c: char| !c.is_alphabetic())
+        .unwrap_or(rest.len());
+    let (word, after) = rest.split_at(word_end);
+    LEGAL_FORMS.contains(&word)
+        || (matches!(word, "Co" | "CO")
+            && after
+                .trim_start_matches(['.', ',', ' '])
+                .to_ascii_lowercase()
+                .starts_with("ltd"))
+}
+
+/// Drops one-word name spans that a legal form follows: a business, not a person. A longer
+/// name may be a person's before the business ("Manuela Baresi Scancell Holdings Plc").
+pub fn drop_business_names(text: &str, v: &mut Vec<Span>) {
+    v.retain(|s| {
+        canonical_label(&s.label).hipaa_class != "A_NAMES"
+            || text[s.start..s.end].contains(char::is_whitespace)
+            || !business_after(text, s.end)
+    });
+}
+
 /// Place spans that name a country become COUNTRY, and so do given names a pattern found that
 /// are countries ("France was fun"): see the module docs.
 pub fn label_countries(text: &str, v: &mut [Span]) {
@@ -885,6 +935,24 @@ mod tests {
                 ("IA".into(), "STATE".into()),
                 ("36115".into(), "ZIP_CODE".into()),
             ]
+        );
+    }
+
+    #[test]
+    fn a_one_word_name_before_a_legal_form_is_a_business() {
+        let t = "Weyerhauser Company hired Ann Lee; TABIKOBO Co.Ltd. and Orange Co. and \
+                 Manuela Baresi Scancell Holdings Plc.";
+        let mut v = vec![
+            span(t, "Weyerhauser", "SURNAME"),
+            span(t, "Ann Lee", "NAME"),
+            span(t, "TABIKOBO", "SURNAME"),
+            span(t, "Orange", "SURNAME"),
+            span(t, "Manuela Baresi Scancell", "NAME"),
+        ];
+        drop_business_names(t, &mut v);
+        assert_eq!(
+            texts(t, &v),
+            ["Ann Lee", "Orange", "Manuela Baresi Scancell"]
         );
     }
 
