@@ -441,7 +441,7 @@ impl Recognizers {
         // Accepted findings are disjoint, so those overlapping `f` are one run ending with the
         // last one starting before `f.end`.
         let mut taken: BTreeMap<usize, Finding> = BTreeMap::new();
-        for f in all {
+        for mut f in all {
             // A named place that holds whole places found by higher-ranked patterns takes
             // their place: "NYC Health Center" outranked by "NYC" would leave "Health Center"
             // standing. Only words naming places: a ZIP code or a state inside a wider finding
@@ -454,17 +454,36 @@ impl Recognizers {
                     && matches!(t.label, "CITY" | "LOCATION")
                     && matches!(f.label, "CITY" | "LOCATION")
             };
-            let mut overlapping = taken
+            // Two findings of one facility or place that share words are one name:
+            // "Children's Hospital" and "Hospital Los Angeles" make "Children's Hospital Los
+            // Angeles".
+            let joins = |t: &Finding| {
+                !f.merge_only
+                    && !t.merge_only
+                    && t.label == f.label
+                    && matches!(f.label, "ORGANIZATION" | "LOCATION")
+            };
+            let overlapping: Vec<usize> = taken
                 .range(..f.end)
                 .rev()
                 .take_while(|(_, t)| t.end > f.start)
-                .peekable();
-            let clear = overlapping.peek().is_none();
-            if !clear && !overlapping.all(|(_, t)| holds(t)) {
-                continue;
-            }
-            if !clear {
+                .map(|(&k, _)| k)
+                .collect();
+            if overlapping.iter().all(|k| holds(&taken[k])) {
                 taken.retain(|_, t| !holds(t));
+            } else if overlapping.iter().all(|k| joins(&taken[k])) {
+                for k in overlapping {
+                    if let Some(t) = taken.remove(&k) {
+                        // The higher-ranked finding keeps its pattern and score.
+                        f = Finding {
+                            start: t.start.min(f.start),
+                            end: t.end.max(f.end),
+                            ..t
+                        };
+                    }
+                }
+            } else {
+                continue;
             }
             taken.insert(f.start, f);
         }
@@ -817,6 +836,11 @@ mod tests {
     fn places_names_and_organizations() {
         finds("Boston, MA 02139-4307", "ZIP_CODE", "02139-4307");
         finds("Boston, MA 02139", "CITY", "Boston");
+        finds(
+            "visited Cedar Falls Med Center, IA on",
+            "CITY",
+            "Cedar Falls Med Center",
+        );
         finds("ZIP 02139", "ZIP_CODE", "02139");
         finds_nothing("glucose 02139");
         finds(
@@ -831,6 +855,16 @@ mod tests {
             "admitted to St. Mary's Medical Center.",
             "ORGANIZATION",
             "St. Mary's Medical Center",
+        );
+        // Two findings of one facility that share a word are one name.
+        finds(
+            "treated at Children's Hospital Los Angeles on March 15",
+            "ORGANIZATION",
+            "Children's Hospital Los Angeles",
+        );
+        finds_no(
+            "Patient: Kevin Pérez    Hospital No. 975646301",
+            "ORGANIZATION",
         );
         finds("seen by Dr. José Muñoz today", "NAME", "José Muñoz");
         finds("Emergency contact: Zoë Ångström", "NAME", "Zoë Ångström");
@@ -1113,6 +1147,21 @@ mod tests {
         finds("She is ninety-two years old", "AGE", "ninety-two");
         let got = found("the knee turned 90 degrees; dose turned 10 mg");
         assert!(got.iter().all(|(_, l, _)| *l != "AGE"), "{got:?}");
+        // A person as the subject, or an ordinal birthday.
+        finds("I'm 92.", "AGE", "92");
+        finds("my dad, who is 94, lives alone", "AGE", "94");
+        finds("She is now 91 and", "AGE", "91");
+        finds("for her 90th birthday", "AGE", "90");
+        for quiet in [
+            "She is 2 weeks postpartum",
+            "He is 100% sure",
+            "I'm 5'7\" tall",
+            "he is 6 feet tall",
+            "She was 3 of 4 in line",
+            "It is 94 today",
+        ] {
+            finds_no(quiet, "AGE");
+        }
     }
 
     #[test]

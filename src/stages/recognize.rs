@@ -84,6 +84,7 @@ pub fn recognize(
     }
     v.sort_by_key(|s| (s.start, s.end));
     if p.join_names {
+        structure::given_names_before_surnames(&text, &mut v, |w| recognizers.is_ordinary_word(w));
         v = join_names(&text, v);
     }
     v = coalesce(v);

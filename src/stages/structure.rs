@@ -193,6 +193,34 @@ pub fn extend_names(text: &str, v: &mut [Span]) {
     }
 }
 
+/// A capitalized word right before a one-word surname inside a sentence is its given name
+/// ("a report from Johns Hopkins", where the model found "Hopkins"), unless it is an ordinary
+/// word, a title, a month or a weekday. The word before it must end in a lower-case letter or a
+/// comma, so a sentence's first word is left alone.
+pub fn given_names_before_surnames(text: &str, v: &mut [Span], ordinary: impl Fn(&str) -> bool) {
+    for s in v.iter_mut() {
+        if canonical_label(&s.label).name != "LAST_NAME"
+            || text[s.start..s.end].contains(char::is_whitespace)
+        {
+            continue;
+        }
+        let Some(head) = text[..s.start].strip_suffix(' ') else {
+            continue;
+        };
+        let Some(start) = capitalized_word_before(head) else {
+            continue;
+        };
+        let inside = text[..start]
+            .strip_suffix(' ')
+            .and_then(|h| h.chars().next_back())
+            .is_some_and(|c| c.is_lowercase() || c == ',');
+        if inside && !ordinary(&head[start..]) {
+            s.start = start;
+            s.label = "NAME".into();
+        }
+    }
+}
+
 /// "Patient: Hoàng, Quốc Bảo": a surname written first, between a field's label and the given
 /// names found after it; its start.
 fn surname_first_before(head: &str) -> Option<usize> {
@@ -934,6 +962,28 @@ mod tests {
                 ),
                 ("IA".into(), "STATE".into()),
                 ("36115".into(), "ZIP_CODE".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_capitalized_word_before_a_surname_inside_a_sentence_is_its_given_name() {
+        let t =
+            "a report from Johns Hopkins; Smith saw her. Seen in Clinic Baker today, by Dr Lee.";
+        let mut v = vec![
+            span(t, "Hopkins", "SURNAME"),
+            span(t, "Smith", "SURNAME"),
+            span(t, "Baker", "SURNAME"),
+            span(t, "Lee", "SURNAME"),
+        ];
+        given_names_before_surnames(t, &mut v, |w| w == "Clinic");
+        assert_eq!(
+            shown(t, &v),
+            [
+                ("Johns Hopkins".to_string(), "NAME".to_string()),
+                ("Smith".to_string(), "SURNAME".to_string()),
+                ("Baker".to_string(), "SURNAME".to_string()),
+                ("Lee".to_string(), "SURNAME".to_string()),
             ]
         );
     }
