@@ -1393,6 +1393,19 @@ mod tests {
             "STREET_ADDRESS",
             "68018 Kevin Estates",
         );
+        finds(
+            "He lives on the north side of Pierre Delannoyplaats 211.",
+            "STREET_ADDRESS",
+            "Pierre Delannoyplaats 211",
+        );
+        finds("Hauptstraße 12, Berlin", "STREET_ADDRESS", "Hauptstraße 12");
+        finds_no("currently scoring 3.5 on the DAS28", "STREET_ADDRESS");
+        finds(
+            "a design agency based in Cite Bain Maure Ben Azouz.",
+            "CITY",
+            "Cite Bain Maure Ben Azouz",
+        );
+        finds_no("stationed in ICU for a week", "CITY");
         finds_no("a Level 1 Trauma Center, which", "STREET_ADDRESS");
         finds_no("after 10 Mile Run finished", "STREET_ADDRESS");
         finds_no("gave 2 Tylenol Extra Strength tablets", "STREET_ADDRESS");
