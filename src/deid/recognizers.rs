@@ -1152,6 +1152,9 @@ mod tests {
         finds("my dad, who is 94, lives alone", "AGE", "94");
         finds("She is now 91 and", "AGE", "91");
         finds("for her 90th birthday", "AGE", "90");
+        finds("at the age of forty-five, she", "AGE", "forty-five");
+        finds("I'm ninety two and", "AGE", "ninety two");
+        finds_no("she is twenty minutes late", "AGE");
         for quiet in [
             "She is 2 weeks postpartum",
             "He is 100% sure",
@@ -1379,6 +1382,9 @@ mod tests {
         finds_no("MIBI was stopped 2/2 to chest pain", "DATE");
         finds("held from 2/2 to 2/10", "DATE", "2/2");
         finds_no("seen at PCP on 2/03 with EKG", "LOCATION");
+        finds_no("seen in COPD clinic today", "LOCATION");
+        finds_no("admitted in DKA last week", "LOCATION");
+        finds("treated at UCSF on", "LOCATION", "UCSF");
     }
 
     #[test]
