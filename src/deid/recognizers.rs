@@ -1378,6 +1378,17 @@ mod tests {
     }
 
     #[test]
+    fn holidays_quarters_month_parts_and_days_of_the_month_are_dates() {
+        finds("cough since Christmas Eve, worse", "DATE", "Christmas Eve");
+        finds("seen on Thanksgiving 2021 in the ED", "DATE", "Thanksgiving 2021");
+        finds("last seen in Q3 2022.", "DATE", "Q3 2022");
+        finds("labs from mid-March showed", "DATE", "March");
+        finds("discharged on the 14th.", "DATE", "14th");
+        finds_no("extubated on the 3rd day", "DATE");
+        finds_no("admitted on the 4th floor", "DATE");
+    }
+
+    #[test]
     fn clinical_shorthand_is_no_date_and_no_place() {
         finds_no("MIBI was stopped 2/2 to chest pain", "DATE");
         finds("held from 2/2 to 2/10", "DATE", "2/2");
