@@ -65,11 +65,11 @@ fn safe_harbor_recall_on_the_synthetic_corpus() {
 /// recall or adds a leak on any set fails here. The held-out halves were never looked at. The
 /// i2b2 and Presidio sets are built by scripts/fetch-assets from pinned third-party packages.
 const THIRD_PARTY_FLOORS: [(&str, f64, f64, usize); 5] = [
-    ("asq-phi-dev", 0.976, 0.98, 1),
-    ("asq-phi-test", 0.969, 0.985, 3),
+    ("asq-phi-dev", 0.979, 0.98, 1),
+    ("asq-phi-test", 0.972, 0.985, 3),
     ("i2b2-philter", 0.99, 0.90, 0),
-    ("presidio-dev", 0.984, 0.90, 15),
-    ("presidio-test", 0.967, 0.90, 29),
+    ("presidio-dev", 0.987, 0.90, 15),
+    ("presidio-test", 0.969, 0.90, 29),
 ];
 
 #[test]

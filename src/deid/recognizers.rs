@@ -1380,7 +1380,11 @@ mod tests {
     #[test]
     fn holidays_quarters_month_parts_and_days_of_the_month_are_dates() {
         finds("cough since Christmas Eve, worse", "DATE", "Christmas Eve");
-        finds("seen on Thanksgiving 2021 in the ED", "DATE", "Thanksgiving 2021");
+        finds(
+            "seen on Thanksgiving 2021 in the ED",
+            "DATE",
+            "Thanksgiving 2021",
+        );
         finds("last seen in Q3 2022.", "DATE", "Q3 2022");
         finds("labs from mid-March showed", "DATE", "March");
         finds("discharged on the 14th.", "DATE", "14th");
