@@ -2,11 +2,11 @@
 //!
 //! Steps, in order: join word pieces of one type that touch (the model may tag each piece `B-`);
 //! drop spans under the confidence threshold; widen spans that cut a word to the whole word;
-//! trim surrounding whitespace; drop name and place spans that are eponyms (a single word followed by
-//! "disease", "'s syndrome", "sign", "reflex"… is a clinical term, not a person); optionally group
-//! same-type neighbours (gap of at most 2 characters, no line break, same sentence) and
-//! smart-merge fragments of one identifier (gap of separators only); finally resolve overlaps, so
-//! no character belongs to two spans.
+//! trim surrounding whitespace; drop name and place spans that are eponyms (a single word
+//! followed by "disease", "'s syndrome", "sign", "reflex"… is a clinical term, not a person;
+//! "advanced Alzheimer's" too); optionally group same-type neighbours (gap of at most 2
+//! characters, no line break, same sentence) and smart-merge fragments of one identifier (gap of
+//! separators only); finally resolve overlaps, so no character belongs to two spans.
 
 use super::span::{Span, Spans};
 

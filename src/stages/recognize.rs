@@ -122,19 +122,18 @@ fn drop_ordinary_word_names(text: &str, v: &mut Vec<Span>, recognizers: &Recogni
                 && recognizers.is_ordinary_phrase(&text[s.start..s.end])
         })
         .collect();
-    // Whether `v[a]` and `v[b]` are parts of one name and the part that is not `v[i]` is no
-    // ordinary word.
-    let one_name = |a: usize, b: usize, other: usize| {
-        !ordinary[other]
-            && is_name(&v[other])
-            && v[b].start >= v[a].end
-            && name_gap(&text[v[a].end..v[b].start])
+    // `v[i]` and its neighbour `v[j]` are parts of one name, the neighbour no ordinary word.
+    let beside = |i: usize, j: usize| {
+        let (a, b) = if i < j {
+            (&v[i], &v[j])
+        } else {
+            (&v[j], &v[i])
+        };
+        !ordinary[j] && is_name(&v[j]) && b.start >= a.end && name_gap(&text[a.end..b.start])
     };
     let drop: Vec<bool> = (0..v.len())
         .map(|i| {
-            ordinary[i]
-                && !(i > 0 && one_name(i - 1, i, i - 1))
-                && !(i + 1 < v.len() && one_name(i, i + 1, i + 1))
+            ordinary[i] && !(i > 0 && beside(i, i - 1)) && !(i + 1 < v.len() && beside(i, i + 1))
         })
         .collect();
     let mut keep = drop.iter().map(|d| !d);
