@@ -46,6 +46,10 @@ struct OrdinaryWordsSpec {
     lists: Vec<String>,
     /// Name lists: a word listed there is never ordinary.
     unless: Vec<String>,
+    /// Name lists that keep a name found by its context although all its words are in `lists`
+    /// ("Will Baker" stays, "Vital Signs" does not).
+    #[serde(default)]
+    keep_phrases: Vec<String>,
 }
 
 /// The gazetteers [`Recognizers::is_ordinary_word`] reads.
@@ -53,6 +57,7 @@ struct OrdinaryWordsSpec {
 struct OrdinaryWords {
     lists: Vec<Arc<Gazetteer>>,
     unless: Vec<Arc<Gazetteer>>,
+    keep_phrases: Vec<Arc<Gazetteer>>,
 }
 
 #[derive(Deserialize)]
@@ -206,8 +211,12 @@ impl Recognizers {
                         })
                         .collect::<Result<Option<Vec<_>>, _>>()
                 };
-                ordinary = match (pick(&o.lists)?, pick(&o.unless)?) {
-                    (Some(lists), Some(unless)) => Some(OrdinaryWords { lists, unless }),
+                ordinary = match (pick(&o.lists)?, pick(&o.unless)?, pick(&o.keep_phrases)?) {
+                    (Some(lists), Some(unless), Some(keep_phrases)) => Some(OrdinaryWords {
+                        lists,
+                        unless,
+                        keep_phrases,
+                    }),
                     _ => {
                         inactive.push("ordinary_words (a list is not installed)".into());
                         None
@@ -291,18 +300,39 @@ impl Recognizers {
         words.peek().is_some() && words.all(|w| self.is_ordinary_word(w))
     }
 
-    /// Whether `word` is an ordinary word and no name: listed in an ordinary-word list (as
-    /// written, or without an "s", "es", "ing" or "ed" ending: "Signs", "Attending") and in no
-    /// name list. "ABDOMEN", "Zantac" and "Provider" are; "Will", "Baker" and "Berg" are not.
-    /// False without the lists.
+    /// Whether `word` is an ordinary word and no name: listed in an ordinary-word list (see
+    /// [`Self::is_common_word`]) and in no name list. "ABDOMEN", "Zantac" and "Provider" are;
+    /// "Will", "Baker" and "Berg" are not. False without the lists.
     pub fn is_ordinary_word(&self, word: &str) -> bool {
+        self.ordinary
+            .as_ref()
+            .is_some_and(|o| !o.unless.iter().any(|g| g.contains(word)))
+            && self.is_common_word(word)
+    }
+
+    /// Whether a name found by its context is a heading or a role: every word is in an
+    /// ordinary-word list, names or not, and none is in a `keep_phrases` list ("Vital Signs",
+    /// "Lab Test", "Attending Provider"; "Will Baker" and "Baker, John" stay).
+    pub fn is_common_phrase(&self, phrase: &str) -> bool {
         let Some(o) = &self.ordinary else {
             return false;
         };
-        if word.chars().count() < 3
-            || !word.chars().all(char::is_alphabetic)
-            || o.unless.iter().any(|g| g.contains(word))
-        {
+        let mut words = phrase
+            .split(|c: char| !c.is_alphabetic())
+            .filter(|w| !w.is_empty())
+            .peekable();
+        words.peek().is_some()
+            && words
+                .all(|w| self.is_common_word(w) && !o.keep_phrases.iter().any(|g| g.contains(w)))
+    }
+
+    /// Whether `word` (three letters or more) is in an ordinary-word list as written or without
+    /// an "s", "es", "ing" or "ed" ending ("Signs", "Attending").
+    fn is_common_word(&self, word: &str) -> bool {
+        let Some(o) = &self.ordinary else {
+            return false;
+        };
+        if word.chars().count() < 3 || !word.chars().all(char::is_alphabetic) {
             return false;
         }
         let lower = word.to_lowercase();
@@ -353,11 +383,11 @@ impl Recognizers {
                         "RICHARD\nSUNNY\nMARCUS\nWILL\nHOPE\nJOHN\nEMILY\nMERCY\nANNA\nCALLIOPE\nBERND"
                     }
                     Some("surnames.txt") => {
-                        "SMITH\nGENERAL\nORTEL\nOROZCO\nJOHNSON\nROMANI\nKELLY\nBROWN\nLUDWIG"
+                        "SMITH\nGENERAL\nORTEL\nOROZCO\nJOHNSON\nROMANI\nKELLY\nBROWN\nLUDWIG\nVITAL\nBAKER"
                     }
                     Some("us_places.txt") => "PORT LEYDEN\nCHICAGO\nHARROW\nEMILY\nWELLS\nLYME",
                     Some("english_words.txt") => {
-                        "ABDOMEN\nSOFT\nPROVIDER\nATTEND\nSIGN\nVITAL\nLAB\nTEST\nWILL\nHOPE\nCALLIOPE\nBROWN"
+                        "ABDOMEN\nSOFT\nPROVIDER\nATTEND\nSIGN\nVITAL\nLAB\nTEST\nWILL\nHOPE\nCALLIOPE\nBROWN\nBAKER"
                     }
                     Some("drugs.txt") => "ZANTAC\nLASIX",
                     _ => return None,
@@ -394,7 +424,10 @@ impl Recognizers {
                 {
                     continue;
                 }
-                let (start, end) = trim_match(text, m.start(), m_end);
+                let (start, mut end) = trim_match(text, m.start(), m_end);
+                if labels::canonical_label(p.label).hipaa_class == "A_NAMES" {
+                    end = start + without_possessive(&text[start..end]).len();
+                }
                 if start >= end {
                     continue;
                 }
@@ -511,6 +544,17 @@ fn gazetteers_agree(
         }
     }
     true
+}
+
+/// A name without its possessive ending or a dash after it ("Thorne's" → "Thorne",
+/// "Rush--" → "Rush"): neither names anyone.
+fn without_possessive(name: &str) -> &str {
+    let name = name.trim_end_matches('-');
+    ["'s", "’s", "'", "’"]
+        .iter()
+        .find_map(|p| name.strip_suffix(p))
+        .filter(|n| !n.is_empty())
+        .unwrap_or(name)
 }
 
 /// Replaces `{{name}}` with the file's variable of that name.
@@ -867,6 +911,13 @@ mod tests {
             "ORGANIZATION",
         );
         finds("seen by Dr. José Muñoz today", "NAME", "José Muñoz");
+        // A name's possessive ending or a dash after it is not the name.
+        finds("will contact Dr. Thorne's service", "NAME", "Thorne");
+        finds(
+            "the cardiologist, Dr. Xavier Rush-- and we",
+            "NAME",
+            "Xavier Rush",
+        );
         finds("Emergency contact: Zoë Ångström", "NAME", "Zoë Ångström");
     }
 
@@ -1449,10 +1500,13 @@ mod tests {
         for word in ["Will", "Hope", "Calliope", "Smith", "Lab3", "ab", "Berg"] {
             assert!(!t.is_ordinary_word(word), "{word}");
         }
-        assert!(t.is_ordinary_phrase("Attending Provider"));
-        assert!(t.is_ordinary_phrase("Vital Signs") && t.is_ordinary_phrase("Lab-Test"));
+        assert!(t.is_ordinary_phrase("Attending Provider") && t.is_ordinary_phrase("Lab-Test"));
         assert!(!t.is_ordinary_phrase("Attending Smith"));
         assert!(!t.is_ordinary_phrase(" , "));
+        // "Vital" is a surname too: no ordinary word, but a common one, and no given name.
+        assert!(!t.is_ordinary_phrase("Vital Signs") && t.is_common_phrase("Vital Signs"));
+        assert!(!t.is_common_phrase("Will Baker") && !t.is_common_phrase("Baker, Will"));
+        assert!(!t.is_common_phrase("Attending Smith"));
         // Without the lists nothing is ordinary, and the table says the rule is off.
         assert!(!table().is_ordinary_word("ABDOMEN"));
         assert!(

@@ -46,12 +46,12 @@ pub fn recognize(
     let text = spans.original.clone();
     let findings = if p.smart_merging || p.safety_sweep {
         let mut f = recognizers.find(&text);
-        // A name found by its context whose words are all ordinary words is a heading or a
-        // role ("reviewed by Attending Provider", "Vital Signs"), not a person.
+        // A name found by its context whose words are all common words, none a given name, is
+        // a heading or a role ("reviewed by Attending Provider", "Vital Signs"), not a person.
         f.retain(|f| {
             f.score >= p.min_finding_score
                 && !(canonical_label(f.label).hipaa_class == "A_NAMES"
-                    && recognizers.is_ordinary_phrase(&text[f.start..f.end]))
+                    && recognizers.is_common_phrase(&text[f.start..f.end]))
         });
         f
     } else {
