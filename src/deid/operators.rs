@@ -267,10 +267,11 @@ impl<'p> State<'p> {
                 }
             }
             Action::Zip3 => self.zip3(original, label),
-            Action::AgeOver89 => match original.trim().parse::<u32>() {
-                Ok(a) if a <= 89 => (Applied::Keep, None),
-                Ok(_) => (Applied::AgeOver89, Some("90+".into())),
-                Err(_) => self.mask(original, label),
+            // Whole or decimal years ("1.5"); anything else is masked.
+            Action::AgeOver89 => match original.trim().parse::<f64>() {
+                Ok(a) if (0.0..90.0).contains(&a) => (Applied::Keep, None),
+                Ok(a) if a >= 90.0 => (Applied::AgeOver89, Some("90+".into())),
+                _ => self.mask(original, label),
             },
         }
     }
@@ -661,6 +662,13 @@ mod tests {
                 Applied::Keep
             ]
         );
+        // Infants' ages come with a decimal.
+        let o = run(
+            "a 1.5 year old and a 92.5 year old",
+            &[("1.5", "AGE"), ("92.5", "AGE")],
+            &p,
+        );
+        assert_eq!(o.text, "a 1.5 year old and a 90+ year old");
     }
 
     #[test]

@@ -1203,6 +1203,8 @@ mod tests {
         finds("my dad, who is 94, lives alone", "AGE", "94");
         finds("She is now 91 and", "AGE", "91");
         finds("for her 90th birthday", "AGE", "90");
+        finds("This 1.5 year old boy", "AGE", "1.5");
+        finds("My brother just turned 7", "AGE", "7");
         finds("at the age of forty-five, she", "AGE", "forty-five");
         finds("I'm ninety two and", "AGE", "ninety two");
         finds_no("she is twenty minutes late", "AGE");

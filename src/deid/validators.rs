@@ -58,7 +58,11 @@ impl Validator {
             Self::Date => {
                 dates::parse_date(s, false).is_some() || dates::parse_date(s, true).is_some()
             }
-            Self::Age => s.trim().parse::<u32>().is_ok_and(|a| a <= 125),
+            // Infants' ages come with a decimal ("1.5 year old").
+            Self::Age => s
+                .trim()
+                .parse::<f64>()
+                .is_ok_and(|a| (0.0..=125.0).contains(&a)),
             Self::Ssn => ssn(s),
             Self::PhoneUs => phone_us(s),
             Self::PhoneIntl => (8..=15).contains(&digits(s).len()),
@@ -279,8 +283,8 @@ mod tests {
 
     #[test]
     fn plausibility() {
-        assert!(Age.check("92"));
-        assert!(!Age.check("130"));
+        assert!(Age.check("92") && Age.check("1.5"));
+        assert!(!Age.check("130") && !Age.check("-1") && !Age.check("NaN"));
         assert!(Date.check("03/15/2021"));
         assert!(Date.check("15.03.2021"));
         assert!(!Date.check("02/30/2021"));
