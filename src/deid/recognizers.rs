@@ -880,6 +880,7 @@ mod tests {
     fn places_names_and_organizations() {
         finds("Boston, MA 02139-4307", "ZIP_CODE", "02139-4307");
         finds("Boston, MA 02139", "CITY", "Boston");
+        finds_no("Abdomen  Soft, ND, NT. + bowel sounds.", "CITY");
         finds(
             "visited Cedar Falls Med Center, IA on",
             "CITY",
