@@ -912,6 +912,14 @@ mod tests {
             "ORGANIZATION",
         );
         finds("seen by Dr. José Muñoz today", "NAME", "José Muñoz");
+        // A middle initial with its full stop between two capitalized words, neither listed.
+        finds(
+            "Koppány C. Szabados Musical instrument tuner",
+            "NAME",
+            "Koppány C. Szabados",
+        );
+        finds_no("Took Vitamin D. Feels better", "NAME");
+        finds_no("see Report A. The results were", "NAME");
         // A name's possessive ending or a dash after it is not the name.
         finds("will contact Dr. Thorne's service", "NAME", "Thorne");
         finds(
