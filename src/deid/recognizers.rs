@@ -972,6 +972,16 @@ mod tests {
             "Bluewater Seafood Co.",
         );
         by(
+            "Her employer, Acme Logistics Inc., was notified.",
+            "organization_context",
+            "Acme Logistics Inc.",
+        );
+        by(
+            "He retired from Boeing Company in 2010.",
+            "organization_context",
+            "Boeing Company",
+        );
+        by(
             "works at Pioneer Valley Credit Union as a teller",
             "organization_context",
             "Pioneer Valley Credit Union",
