@@ -293,11 +293,7 @@ impl Recognizers {
     /// Whether every word of `phrase` is an ordinary word ([`Self::is_ordinary_word`]):
     /// "Attending Provider", "Vital Signs". False for a phrase with no word.
     pub fn is_ordinary_phrase(&self, phrase: &str) -> bool {
-        let mut words = phrase
-            .split(|c: char| !c.is_alphabetic())
-            .filter(|w| !w.is_empty())
-            .peekable();
-        words.peek().is_some() && words.all(|w| self.is_ordinary_word(w))
+        every_word(phrase, |w| self.is_ordinary_word(w))
     }
 
     /// Whether `word` is an ordinary word and no name: listed in an ordinary-word list (see
@@ -317,13 +313,9 @@ impl Recognizers {
         let Some(o) = &self.ordinary else {
             return false;
         };
-        let mut words = phrase
-            .split(|c: char| !c.is_alphabetic())
-            .filter(|w| !w.is_empty())
-            .peekable();
-        words.peek().is_some()
-            && words
-                .all(|w| self.is_common_word(w) && !o.keep_phrases.iter().any(|g| g.contains(w)))
+        every_word(phrase, |w| {
+            self.is_common_word(w) && !o.keep_phrases.iter().any(|g| g.contains(w))
+        })
     }
 
     /// Whether `word` (three letters or more) is in an ordinary-word list as written or without
@@ -345,56 +337,47 @@ impl Recognizers {
             .any(|w| o.lists.iter().any(|g| g.contains(w)))
     }
 
+    /// The shipped English files, as `from_sources` takes them.
+    #[cfg(test)]
+    fn shipped_sources() -> [(String, String); 2] {
+        [
+            (
+                "en.toml".into(),
+                include_str!("../../pipelines/recognizers/en.toml").into(),
+            ),
+            (
+                "en_recall.toml".into(),
+                include_str!("../../pipelines/recognizers/en_recall.toml").into(),
+            ),
+        ]
+    }
+
     /// The shipped English table.
     #[cfg(test)]
     pub fn builtin() -> Result<Self, RecognizerError> {
-        Self::from_sources(
-            &[
-                (
-                    "en.toml".into(),
-                    include_str!("../../pipelines/recognizers/en.toml").into(),
-                ),
-                (
-                    "en_recall.toml".into(),
-                    include_str!("../../pipelines/recognizers/en_recall.toml").into(),
-                ),
-            ],
-            |_| None,
-        )
+        Self::from_sources(&Self::shipped_sources(), |_| None)
     }
 
     /// The shipped English table with small stand-in gazetteers (the real ones are fetched).
     #[cfg(test)]
     pub fn builtin_with_stand_in_gazetteers() -> Self {
-        Self::from_sources(
-            &[
-                (
-                    "en.toml".into(),
-                    include_str!("../../pipelines/recognizers/en.toml").into(),
-                ),
-                (
-                    "en_recall.toml".into(),
-                    include_str!("../../pipelines/recognizers/en_recall.toml").into(),
-                ),
-            ],
-            |path| {
-                let list = match path.rsplit('/').next() {
-                    Some("given_names.txt") => {
-                        "RICHARD\nSUNNY\nMARCUS\nWILL\nHOPE\nJOHN\nEMILY\nMERCY\nANNA\nCALLIOPE\nBERND"
-                    }
-                    Some("surnames.txt") => {
-                        "SMITH\nGENERAL\nORTEL\nOROZCO\nJOHNSON\nROMANI\nKELLY\nBROWN\nLUDWIG\nVITAL\nBAKER"
-                    }
-                    Some("us_places.txt") => "PORT LEYDEN\nCHICAGO\nHARROW\nEMILY\nWELLS\nLYME",
-                    Some("english_words.txt") => {
-                        "ABDOMEN\nSOFT\nPROVIDER\nATTEND\nSIGN\nVITAL\nLAB\nTEST\nWILL\nHOPE\nCALLIOPE\nBROWN\nBAKER"
-                    }
-                    Some("drugs.txt") => "ZANTAC\nLASIX",
-                    _ => return None,
-                };
-                Some(Gazetteer::from_lines(list))
-            },
-        )
+        Self::from_sources(&Self::shipped_sources(), |path| {
+            let list = match path.rsplit('/').next() {
+                Some("given_names.txt") => {
+                    "RICHARD\nSUNNY\nMARCUS\nWILL\nHOPE\nJOHN\nEMILY\nMERCY\nANNA\nCALLIOPE\nBERND"
+                }
+                Some("surnames.txt") => {
+                    "SMITH\nGENERAL\nORTEL\nOROZCO\nJOHNSON\nROMANI\nKELLY\nBROWN\nLUDWIG\nVITAL\nBAKER"
+                }
+                Some("us_places.txt") => "PORT LEYDEN\nCHICAGO\nHARROW\nEMILY\nWELLS\nLYME",
+                Some("english_words.txt") => {
+                    "ABDOMEN\nSOFT\nPROVIDER\nATTEND\nSIGN\nVITAL\nLAB\nTEST\nWILL\nHOPE\nCALLIOPE\nBROWN\nBAKER"
+                }
+                Some("drugs.txt") => "ZANTAC\nLASIX",
+                _ => return None,
+            };
+            Some(Gazetteer::from_lines(list))
+        })
         .expect("shipped recognizers load")
     }
 
@@ -405,6 +388,7 @@ impl Recognizers {
         let mut all = Vec::new();
         let regexes = self.regexes.take();
         for (p, regex) in self.patterns.iter().zip(regexes.iter()) {
+            let names = labels::canonical_label(p.label).hipaa_class == "A_NAMES";
             for caps in regex.captures_iter(text) {
                 // A `veto` group that took part says the match is something else (a dose's
                 // unit after a number, a code system's name before it).
@@ -425,7 +409,7 @@ impl Recognizers {
                     continue;
                 }
                 let (start, mut end) = trim_match(text, m.start(), m_end);
-                if labels::canonical_label(p.label).hipaa_class == "A_NAMES" {
+                if names {
                     end = start + without_possessive(&text[start..end]).len();
                 }
                 if start >= end {
@@ -503,7 +487,9 @@ impl Recognizers {
                 .map(|(&k, _)| k)
                 .collect();
             if overlapping.iter().all(|k| holds(&taken[k])) {
-                taken.retain(|_, t| !holds(t));
+                for k in &overlapping {
+                    taken.remove(k);
+                }
             } else if overlapping.iter().all(|k| joins(&taken[k])) {
                 for k in overlapping {
                     if let Some(t) = taken.remove(&k) {
@@ -544,6 +530,15 @@ fn gazetteers_agree(
         }
     }
     true
+}
+
+/// Whether `phrase` has a word (a run of letters) and `f` holds for each.
+fn every_word(phrase: &str, f: impl Fn(&str) -> bool) -> bool {
+    let mut words = phrase
+        .split(|c: char| !c.is_alphabetic())
+        .filter(|w| !w.is_empty())
+        .peekable();
+    words.peek().is_some() && words.all(f)
 }
 
 /// A name without its possessive ending or a dash after it ("Thorne's" → "Thorne",

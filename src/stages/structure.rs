@@ -495,8 +495,8 @@ fn business_after(text: &str, end: usize) -> bool {
         || (matches!(word, "Co" | "CO")
             && after
                 .trim_start_matches(['.', ',', ' '])
-                .to_ascii_lowercase()
-                .starts_with("ltd"))
+                .get(..3)
+                .is_some_and(|w| w.eq_ignore_ascii_case("ltd")))
 }
 
 /// Drops one-word name spans that a legal form follows: a business, not a person. A longer
