@@ -70,8 +70,8 @@ struct EvalArgs {
     /// Print the table as Markdown (for the README).
     #[arg(long)]
     markdown: bool,
-    /// Also list every missed identifier and false positive with its context (only for sets
-    /// marked as tuned on: a held-out set's text is never shown).
+    /// Also list every missed identifier and false positive with its context (for sets marked as
+    /// tuned on and a `--corpus` file: a held-out set's text is never shown).
     #[arg(long)]
     errors: bool,
     #[command(flatten)]
@@ -166,7 +166,8 @@ fn run_eval(args: EvalArgs) -> std::process::ExitCode {
                 Err(e) => return fail(e),
             };
             let report = phiflow::eval::evaluate(&set.notes, &outputs);
-            if args.errors && set.tuned_on {
+            // A corpus the user passed is theirs to read; a held-out set's text is never shown.
+            if args.errors && (set.tuned_on || args.corpus.is_some()) {
                 for line in phiflow::eval::metrics::error_lines(&set.notes, &outputs) {
                     println!("{line}");
                 }

@@ -371,9 +371,11 @@ impl Recognizers {
                 }
                 Some("us_places.txt") => "PORT LEYDEN\nCHICAGO\nHARROW\nEMILY\nWELLS\nLYME",
                 Some("english_words.txt") => {
-                    "ABDOMEN\nSOFT\nPROVIDER\nATTEND\nSIGN\nVITAL\nLAB\nTEST\nWILL\nHOPE\nCALLIOPE\nBROWN\nBAKER"
+                    "ABDOMEN\nSOFT\nPROVIDER\nATTEND\nSIGN\nVITAL\nLAB\nTEST\nWILL\nHOPE\nCALLIOPE\nBROWN\nBAKER\nYES\nASSESSMENT\nVERIFIED"
                 }
                 Some("drugs.txt") => "ZANTAC\nLASIX",
+                Some("world_places.txt") => "DOHA\nLAGOS\nFOLEY\nREADING\nBORDEAUX\nMANILA\nHONDA",
+                Some("common_words.txt") => "READING\nDAY",
                 _ => return None,
             };
             Some(Gazetteer::from_lines(list))
@@ -1178,6 +1180,7 @@ mod tests {
             ("Admitted 3/14 to 4 West; discharged 3/19.", "3/19"),
             ("Labs on 12/5: WBC 11.2", "12/5"),
             ("clinic on Thursday, 4/12. CXR", "4/12"),
+            ("Extubated 2/17 at 21:10", "2/17"),
             ("Pulmonary clinic with Dr. Tsai 4/2.", "4/2"),
             ("Echocardiogram 4/89: EF 55%.", "4/89"),
             ("CXR from 11-Mar showed", "11-Mar"),
@@ -1531,6 +1534,180 @@ mod tests {
                 .iter()
                 .any(|p| p.starts_with("ordinary_words"))
         );
+    }
+
+    #[test]
+    fn days_and_times_as_clinics_and_other_countries_write_them() {
+        for (t, label, v) in [
+            ("Extubated 2/17 at 21:10.", "DATE", "2/17"),
+            ("Menses regular, LMP 11/15. Works", "DATE", "11/15"),
+            ("em ar ambiente desde 15/07. Alta", "DATE", "15/07"),
+            ("next visit is Thursday 8/17 at 2:00 pm", "DATE", "8/17"),
+            ("since Saturday the 25th. Daughter", "DATE", "the 25th"),
+            ("Echokardiographie vom 08.03.: LVEF 30 %", "DATE", "08.03"),
+            ("le 14 mars 2023 à 9 h 30", "DATE", "14 mars 2023"),
+            ("am 31. März um 15 Uhr", "DATE", "31. März"),
+            ("zmarł 7 września 2024 w", "DATE", "7 września 2024"),
+            ("On 2024年3月18日 around", "DATE", "2024年3月18日"),
+            ("London Heathrow, 14MAR24, departs", "DATE", "14MAR24"),
+            ("received oxycodone at 0115 with relief", "TIME", "0115"),
+            ("350 mL since 2300. JP drain", "TIME", "2300"),
+            ("Time seen: 1340 Requesting", "TIME", "1340"),
+            ("Nursing note 10/22/2023 0415 - 7 South", "TIME", "0415"),
+            ("LDR 6\n0205 Admitted from triage", "TIME", "0205"),
+            ("Début 08h15 - Fin 10h40", "TIME", "08h15"),
+            ("em 31 de julho às 14h. Filha", "TIME", "14h"),
+            ("Besichtigung um 18 Uhr.", "TIME", "18 Uhr"),
+        ] {
+            finds(t, label, v);
+        }
+        for (t, label) in [
+            ("Apgars 8/9 at one and five minutes", "DATE"),
+            ("Pain 3/10 at rest, 6/10 with stairs", "DATE"),
+            ("Now with 7/10 epigastric pain", "DATE"),
+            ("needs 24/7 supervision", "DATE"),
+            ("Warfarin 2.5 mg PO Mon/Wed/Fri, 5 mg other days", "DATE"),
+            ("quit smoking since 2019 and", "TIME"),
+            ("bolus then at 1500 mL/h", "TIME"),
+            ("send a new one to 0529 Collier Lake", "TIME"),
+            ("average 7 h 12 min, residual AHI", "TIME"),
+            ("arrived at 9:22 via EMS", "STREET_ADDRESS"),
+        ] {
+            finds_no(t, label);
+        }
+    }
+
+    #[test]
+    fn record_numbers_addresses_and_ages_from_abroad() {
+        for (t, label, v) in [
+            (
+                "HOSP. NO: UCH/12/345678 Kindly",
+                "OTHER_IDENTIFIER",
+                "UCH/12/345678",
+            ),
+            (
+                "OP No: SRMC/OP/24/003381 Patient",
+                "OTHER_IDENTIFIER",
+                "SRMC/OP/24/003381",
+            ),
+            (
+                "NI No: QQ 12 34 56 C Address",
+                "OTHER_IDENTIFIER",
+                "QQ 12 34 56 C",
+            ),
+            (
+                "IHI: 8003 6012 3456 7890 Present",
+                "OTHER_IDENTIFIER",
+                "8003 6012 3456 7890",
+            ),
+            (
+                "CPF: 123.456.789-09   CNS",
+                "OTHER_IDENTIFIER",
+                "123.456.789-09",
+            ),
+            (
+                "MRN no. 1234567 on file",
+                "MEDICAL_RECORD_NUMBER",
+                "1234567",
+            ),
+            ("license plate no. IDC 3037.", "LICENSE_PLATE", "IDC 3037"),
+            (
+                "Delivery to: ul. Długa 15/3, 80-827",
+                "STREET_ADDRESS",
+                "ul. Długa 15/3",
+            ),
+            (
+                "na Rua de Santa Catarina 312, Porto",
+                "STREET_ADDRESS",
+                "Rua de Santa Catarina 312",
+            ),
+            (
+                "Adresse: 5120 avenue Decelles, app. 6",
+                "STREET_ADDRESS",
+                "5120 avenue Decelles",
+            ),
+            (
+                "repairs at Karl Johans gate 7, 0154",
+                "STREET_ADDRESS",
+                "Karl Johans gate 7",
+            ),
+            ("Montréal (Québec) H2W 1T8   Tél.", "ZIP_CODE", "H2W 1T8"),
+            (
+                "University Hospital Wilton, Cork T12 DC4A   Tel",
+                "ZIP_CODE",
+                "T12 DC4A",
+            ),
+            ("Road, Camperdown NSW 2050   Ph", "ZIP_CODE", "2050"),
+            (
+                "Cascade Valley Orthopedics 2200 Riverside",
+                "ORGANIZATION",
+                "Cascade Valley Orthopedics",
+            ),
+            (
+                "agreed to go to Perkins & Sons Funeral Home, St.",
+                "ORGANIZATION",
+                "Perkins & Sons Funeral Home",
+            ),
+            ("falleció el 2 de mayo de 2024, a los 98 años.", "AGE", "98"),
+            ("Widower, 90 years young, still", "AGE", "90"),
+        ] {
+            finds(t, label, v);
+        }
+        for (t, label) in [
+            ("moved to Room No. 412 today", "OTHER_IDENTIFIER"),
+            ("PLT: 250 000 and stable", "OTHER_IDENTIFIER"),
+            ("Consult Pediatric Cardiology today", "ORGANIZATION"),
+            ("Department of Internal Medicine rounds", "ORGANIZATION"),
+            ("needs 24/7 care at home", "DATE"),
+        ] {
+            finds_no(t, label);
+        }
+    }
+
+    #[test]
+    fn chart_headers_world_towns_and_ages_after_names_need_the_lists() {
+        let t = with_gazetteers();
+        let has = |text: &str, label: &str, value: &str| {
+            let got = found_with(&t, text);
+            assert!(
+                got.iter().any(|(_, l, v)| *l == label && v == value),
+                "expected {label} `{value}` in {text:?}, got {got:?}"
+            );
+        };
+        let has_no = |text: &str, label: &str| {
+            let got = found_with(&t, text);
+            assert!(got.iter().all(|(_, l, _)| *l != label), "{text}: {got:?}");
+        };
+        has(
+            "Triage\nRobinson, Richard    Hospital No. 5",
+            "NAME",
+            "Robinson, Richard",
+        );
+        has("RE: Smith, Anna  DOB 03/04/1950", "NAME", "Smith, Anna");
+        has(
+            "reprinted for MUÑOZ, RICHARD, MRN",
+            "NAME",
+            "MUÑOZ, RICHARD",
+        );
+        has("Triage\nI. Mwangi    MRN 00309952", "NAME", "I. Mwangi");
+        has("the obituary: Anna Smith, 91, of Tupelo", "AGE", "91");
+        has("with a stopover in Doha. No prophylaxis", "CITY", "Doha");
+        has("ran the Lagos half marathon", "CITY", "Lagos");
+        has("Raba-Léon, 33000 Bordeaux, France", "ZIP_CODE", "33000");
+        has(
+            "Taft Avenue, Ermita, Manila 1000  CLINICAL",
+            "ZIP_CODE",
+            "1000",
+        );
+        has_no("Yes, Will do that.", "NAME");
+        has_no("Abdomen Soft, Richard said", "NAME");
+        has_no("\nA. Assessment\n", "NAME");
+        has("transmitter ID GHTKZJ Paired", "OTHER_IDENTIFIER", "GHTKZJ");
+        has_no("patient ID VERIFIED at bedside", "OTHER_IDENTIFIER");
+        has_no("She enjoys Reading at night", "CITY");
+        has_no("Foley catheter in place", "CITY");
+        has_no("car (2009 Honda Civic, plate", "ZIP_CODE");
+        has_no("Manila 2019 conference", "ZIP_CODE");
     }
 
     #[test]
