@@ -50,11 +50,11 @@ struct EvalArgs {
     /// the named sets.
     #[arg(long)]
     corpus: Option<std::path::PathBuf>,
-    /// Sets to evaluate (repeatable): all, synthetic, asq-phi-dev, asq-phi-test, i2b2-philter,
-    /// presidio-dev, presidio-test.
+    /// Sets to evaluate (repeatable): all, synthetic, asq-phi-dev, asq-phi-test, probe-clinical,
+    /// probe-general, probe-negatives, i2b2-philter, presidio-dev, presidio-test.
     #[arg(long = "set", default_value = "all")]
     sets: Vec<String>,
-    /// Folder holding the committed sets (`deid_eval.jsonl`, `asq-phi/`).
+    /// Folder holding the committed sets (`deid_eval.jsonl`, `asq-phi/`, `probes/`).
     #[arg(long, default_value = "tests/data")]
     sets_dir: std::path::PathBuf,
     /// Folder holding the sets that scripts/fetch-assets builds from third-party packages.

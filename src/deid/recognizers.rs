@@ -1650,6 +1650,46 @@ mod tests {
             ),
             ("falleció el 2 de mayo de 2024, a los 98 años.", "AGE", "98"),
             ("Widower, 90 years young, still", "AGE", "90"),
+            (
+                "Hôpital de la Croix-Rousse - Lyon",
+                "ORGANIZATION",
+                "Hôpital de la Croix-Rousse",
+            ),
+            (
+                "Claddagh Family Practice 4 Fr. Griffin",
+                "ORGANIZATION",
+                "Claddagh Family Practice",
+            ),
+            (
+                "for sale, reg KT14 XHB, 89k miles",
+                "LICENSE_PLATE",
+                "KT14 XHB",
+            ),
+            (
+                "Reference: invoice INV-2024-0318",
+                "OTHER_IDENTIFIER",
+                "INV-2024-0318",
+            ),
+            (
+                "My parcel 1Z 999 AA1 01 2345 6784 has",
+                "OTHER_IDENTIFIER",
+                "1Z 999 AA1 01 2345 6784",
+            ),
+            (
+                "login failed for user j.kowalski from",
+                "USERNAME",
+                "j.kowalski",
+            ),
+            ("always. insta: sunny.kochi", "USERNAME", "sunny.kochi"),
+            ("creditado na conta 12345-6 em", "ACCOUNT_NUMBER", "12345-6"),
+            ("新地址，电话138 1234 5678，周六", "PHONE", "138 1234 5678"),
+            ("priya.s: has anyone seen the deck", "USERNAME", "priya.s"),
+            ("<kasia_w> anyone know why", "USERNAME", "kasia_w"),
+            (
+                "thanks for the sub big_will_99!!",
+                "USERNAME",
+                "big_will_99",
+            ),
         ] {
             finds(t, label, v);
         }
@@ -1659,6 +1699,11 @@ mod tests {
             ("Consult Pediatric Cardiology today", "ORGANIZATION"),
             ("Department of Internal Medicine rounds", "ORGANIZATION"),
             ("needs 24/7 care at home", "DATE"),
+            ("Portal login from IP address 10.0.0.1", "USERNAME"),
+            ("rename snake_case variables", "USERNAME"),
+            ("order 500 mg daily", "OTHER_IDENTIFIER"),
+            ("e.g.: a comment", "USERNAME"),
+            ("MODE_MANGLE: Patient John", "USERNAME"),
         ] {
             finds_no(t, label);
         }
@@ -1692,6 +1737,18 @@ mod tests {
         has("Triage\nI. Mwangi    MRN 00309952", "NAME", "I. Mwangi");
         has("the obituary: Anna Smith, 91, of Tupelo", "AGE", "91");
         has("with a stopover in Doha. No prophylaxis", "CITY", "Doha");
+        has("Hi Richard, the keys are", "FIRST_NAME", "Richard");
+        has(
+            "Infant: Baby Girl Okonjo (\"Favour\")   MRN",
+            "FIRST_NAME",
+            "Favour",
+        );
+        has(
+            "PATIENT: SMITH,RICHARD T   (R0412)",
+            "NAME",
+            "SMITH,RICHARD T",
+        );
+        has("Driver Anna, plate", "FIRST_NAME", "Anna");
         has("ran the Lagos half marathon", "CITY", "Lagos");
         has("Raba-Léon, 33000 Bordeaux, France", "ZIP_CODE", "33000");
         has(

@@ -25,6 +25,29 @@ pub struct EvalSet {
 /// Sets committed under `tests/data`, in report order (the fetched ones follow).
 const COMMITTED: [&str; 3] = ["synthetic", "asq-phi-dev", "asq-phi-test"];
 
+/// Probe sets committed under `tests/data/probes`, as (name, file, source): text written for
+/// this project by sessions that never read the recognizers, then tuned on (see its README).
+const PROBES: [(&str, &str, &str); 3] = [
+    (
+        "probe-clinical",
+        "probes/clinical.jsonl",
+        "120 clinical notes (25% from outside the US) written blind to the recognizers; tuned on: \
+         a regression floor, not evidence",
+    ),
+    (
+        "probe-general",
+        "probes/general.jsonl",
+        "382 short general-language texts in many languages and layouts written blind to the \
+         recognizers; tuned on: a regression floor, not evidence",
+    ),
+    (
+        "probe-negatives",
+        "probes/negatives.jsonl",
+        "clinical text with no identifier at all, dense with numbers, scores, eponyms and codes; \
+         every redaction is a false positive",
+    ),
+];
+
 /// Sets that `scripts/fetch-assets` builds from third-party packages (never committed), as
 /// (name, file in the fetched folder, source, tuned on).
 const FETCHED: [(&str, &str, &str, bool); 3] = [
@@ -59,7 +82,12 @@ fn read(path: &Path, hint: &str) -> Result<String, String> {
 /// the repository), fetched ones from `fetched_dir` (`.assets/eval`, see `scripts/fetch-assets`).
 pub fn load(data_dir: &Path, fetched_dir: &Path, names: &[String]) -> Result<Vec<EvalSet>, String> {
     let all = names.iter().any(|n| n == "all");
-    let known = || COMMITTED.into_iter().chain(FETCHED.map(|(name, ..)| name));
+    let known = || {
+        COMMITTED
+            .into_iter()
+            .chain(PROBES.map(|(name, ..)| name))
+            .chain(FETCHED.map(|(name, ..)| name))
+    };
     for n in names {
         if n != "all" && !known().any(|k| k == n) {
             let known: Vec<&str> = known().collect();
@@ -115,6 +143,20 @@ pub fn load(data_dir: &Path, fetched_dir: &Path, names: &[String]) -> Result<Vec
                 notes: test,
             });
         }
+    }
+    for (name, file, source) in PROBES {
+        if !wanted(name) {
+            continue;
+        }
+        let path = data_dir.join(file);
+        let text = read(&path, "")?;
+        sets.push(EvalSet {
+            name,
+            source,
+            tuned_on: true,
+            notes: from_jsonl(&text).map_err(|e| format!("{}: {e}", path.display()))?,
+            unplaced: 0,
+        });
     }
     for (name, file, source, tuned_on) in FETCHED {
         if !wanted(name) {
