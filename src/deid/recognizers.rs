@@ -1611,6 +1611,7 @@ mod tests {
                 "1234567",
             ),
             ("license plate no. IDC 3037.", "LICENSE_PLATE", "IDC 3037"),
+            ("Batch No. 4471A2 dispensed", "OTHER_IDENTIFIER", "4471A2"),
             (
                 "Delivery to: ul. Długa 15/3, 80-827",
                 "STREET_ADDRESS",
@@ -1704,6 +1705,15 @@ mod tests {
             ("order 500 mg daily", "OTHER_IDENTIFIER"),
             ("e.g.: a comment", "USERNAME"),
             ("MODE_MANGLE: Patient John", "USERNAME"),
+            ("seen in Cardiology Clinic today", "ORGANIZATION"),
+            ("order MRI Imaging today", "ORGANIZATION"),
+            ("Left breast 2:00, 4 cm from the nipple", "TIME"),
+            ("mass at 10:00 position", "TIME"),
+            ("T+1:30 Pads on", "TIME"),
+            ("GCS 13 (E3V4M6), oriented", "ZIP_CODE"),
+            ("BiPAP 18/6 for 48 h", "DATE"),
+            ("O2 sat 28% on RA", "DATE"),
+            ("avoid sun 2 weeks", "DATE"),
         ] {
             finds_no(t, label);
         }
