@@ -78,7 +78,7 @@ const SET_FLOORS: [(&str, f64, f64, usize); 7] = [
 
 /// Clinical text with no identifier at all (tests/data/probes/negatives.jsonl): at most this
 /// many of its 153 notes may have anything redacted.
-const MAX_NEGATIVES_REDACTED: usize = 80;
+const MAX_NEGATIVES_REDACTED: usize = 76;
 
 #[test]
 fn every_set_holds_its_recall_and_leak_floors() {

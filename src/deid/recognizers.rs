@@ -364,7 +364,7 @@ impl Recognizers {
         Self::from_sources(&Self::shipped_sources(), |path| {
             let list = match path.rsplit('/').next() {
                 Some("given_names.txt") => {
-                    "RICHARD\nSUNNY\nMARCUS\nWILL\nHOPE\nJOHN\nEMILY\nMERCY\nANNA\nCALLIOPE\nBERND"
+                    "RICHARD\nSUNNY\nMARCUS\nWILL\nHOPE\nJOHN\nEMILY\nMERCY\nANNA\nCALLIOPE\nBERND\nECHO\nGI"
                 }
                 Some("surnames.txt") => {
                     "SMITH\nGENERAL\nORTEL\nOROZCO\nJOHNSON\nROMANI\nKELLY\nBROWN\nLUDWIG\nVITAL\nBAKER"
@@ -1767,6 +1767,8 @@ mod tests {
             "1000",
         );
         has_no("Yes, Will do that.", "NAME");
+        has_no("Plan noted.\nEcho: EF 55%, no effusion", "NAME");
+        has_no("Resp: clear. GI: soft, NT", "NAME");
         has_no("Abdomen Soft, Richard said", "NAME");
         has_no("\nA. Assessment\n", "NAME");
         has("transmitter ID GHTKZJ Paired", "OTHER_IDENTIFIER", "GHTKZJ");
