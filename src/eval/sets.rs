@@ -100,15 +100,13 @@ pub fn load(data_dir: &Path, fetched_dir: &Path, names: &[String]) -> Result<Vec
     let wanted = |n: &str| all || names.iter().any(|x| x == n);
     let mut sets = Vec::new();
     if wanted("synthetic") {
-        let path = data_dir.join("deid_eval.jsonl");
-        let text = read(&path, "")?;
-        sets.push(EvalSet {
-            name: "synthetic",
-            source: "phiflow's own generator (seed 20251121); a regression floor, not evidence",
-            tuned_on: true,
-            notes: from_jsonl(&text).map_err(|e| format!("{}: {e}", path.display()))?,
-            unplaced: 0,
-        });
+        sets.push(jsonl_set(
+            "synthetic",
+            "phiflow's own generator (seed 20251121); a regression floor, not evidence",
+            true,
+            &data_dir.join("deid_eval.jsonl"),
+            "",
+        )?);
     }
     if wanted("asq-phi-dev") || wanted("asq-phi-test") {
         let path = data_dir.join("asq-phi/synthetic_clinical_queries.txt");
@@ -144,35 +142,38 @@ pub fn load(data_dir: &Path, fetched_dir: &Path, names: &[String]) -> Result<Vec
             });
         }
     }
-    for (name, file, source) in PROBES {
-        if !wanted(name) {
-            continue;
-        }
-        let path = data_dir.join(file);
-        let text = read(&path, "")?;
-        sets.push(EvalSet {
-            name,
-            source,
-            tuned_on: true,
-            notes: from_jsonl(&text).map_err(|e| format!("{}: {e}", path.display()))?,
-            unplaced: 0,
-        });
+    for (name, file, source) in PROBES.into_iter().filter(|(n, ..)| wanted(n)) {
+        sets.push(jsonl_set(name, source, true, &data_dir.join(file), "")?);
     }
-    for (name, file, source, tuned_on) in FETCHED {
-        if !wanted(name) {
-            continue;
-        }
-        let path = fetched_dir.join(file);
-        let text = read(&path, " (run scripts/fetch-assets)")?;
-        sets.push(EvalSet {
+    for (name, file, source, tuned_on) in FETCHED.into_iter().filter(|(n, ..)| wanted(n)) {
+        let hint = " (run scripts/fetch-assets)";
+        sets.push(jsonl_set(
             name,
             source,
             tuned_on,
-            notes: from_jsonl(&text).map_err(|e| format!("{}: {e}", path.display()))?,
-            unplaced: 0,
-        });
+            &fetched_dir.join(file),
+            hint,
+        )?);
     }
     Ok(sets)
+}
+
+/// A set read from a JSON Lines file of gold-labelled notes; `hint` follows a read error.
+fn jsonl_set(
+    name: &'static str,
+    source: &'static str,
+    tuned_on: bool,
+    path: &Path,
+    hint: &str,
+) -> Result<EvalSet, String> {
+    let text = read(path, hint)?;
+    Ok(EvalSet {
+        name,
+        source,
+        tuned_on,
+        notes: from_jsonl(&text).map_err(|e| format!("{}: {e}", path.display()))?,
+        unplaced: 0,
+    })
 }
 
 #[derive(Deserialize)]

@@ -423,10 +423,7 @@ mod tests {
     fn eponyms_are_not_names() {
         let text = "Hx of Alzheimer's disease, a Babinski sign, Hodgkin lymphoma; Mr. Parkinson's wife \
                     called. Advanced Crohn's, Lyme disease; Dr. Huntington's notes.";
-        let at = |w: &str, label: &str| {
-            let b = text.find(w).expect("word");
-            Span::model(b, b + w.len(), label, 0.9)
-        };
+        let at = |w: &str, label: &str| Span::model_at(text, w, label);
         let spans = vec![
             at("Alzheimer", "SURNAME"),
             at("Babinski", "SURNAME"),

@@ -538,10 +538,7 @@ mod tests {
     fn ordinary_words_are_no_names_unless_a_name_stands_beside_them() {
         let table = Recognizers::builtin_with_stand_in_gazetteers();
         let t = "ABDOMEN: soft. GI prophylaxis: Zantac. Under my partner's name Calliope Romani.";
-        let at = |w: &str, label: &str| {
-            let b = t.find(w).expect("word");
-            Span::model(b, b + w.len(), label, 0.9)
-        };
+        let at = |w: &str, label: &str| Span::model_at(t, w, label);
         let spans = vec![
             at("ABDOMEN", "GIVEN_NAME"),
             at("Zantac", "SURNAME"),

@@ -37,6 +37,13 @@ impl Span {
         }
     }
 
+    /// A model span (score 0.9) over the first occurrence of `word` in `text`, for test set-ups.
+    #[cfg(test)]
+    pub fn model_at(text: &str, word: &str, label: &str) -> Self {
+        let start = text.find(word).expect("word in text");
+        Self::model(start, start + word.len(), label, 0.9)
+    }
+
     /// A span a recognizer pattern (or a rule named like one) found on its own.
     pub fn pattern(
         start: usize,

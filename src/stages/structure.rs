@@ -806,8 +806,7 @@ mod tests {
     use super::*;
 
     fn span(text: &str, word: &str, label: &str) -> Span {
-        let start = text.find(word).expect("word in text");
-        Span::model(start, start + word.len(), label, 0.9)
+        Span::model_at(text, word, label)
     }
 
     fn texts<'a>(text: &'a str, v: &[Span]) -> Vec<&'a str> {
