@@ -32,6 +32,11 @@ struct FileSpec {
     /// above `pipelines/recognizers`), as written by scripts/fetch-assets.
     #[serde(default)]
     gazetteers: BTreeMap<String, String>,
+    /// Short word lists written in the table itself, used like gazetteers (`gaz_<name>`,
+    /// `nogaz_<name>`): a hash lookup after the match costs less than an alternation of the
+    /// same words inside a regex, whose capture search runs on every match.
+    #[serde(default)]
+    word_lists: BTreeMap<String, Vec<String>>,
     /// Gazetteers that make a one-word name an ordinary word (see
     /// [`Recognizers::is_ordinary_word`]).
     ordinary_words: Option<OrdinaryWordsSpec>,
@@ -200,6 +205,13 @@ impl Recognizers {
             for (name, path) in &spec.gazetteers {
                 let g = gazetteer(path).filter(|g| !g.is_empty()).map(Arc::new);
                 gazetteers.insert(name.clone(), g);
+            }
+            for (name, words) in &spec.word_lists {
+                if gazetteers.contains_key(name) {
+                    return Err(err(format!("word list `{name}` has a gazetteer's name")));
+                }
+                let list = Gazetteer::from_lines(&words.join("\n"));
+                gazetteers.insert(name.clone(), Some(Arc::new(list)));
             }
             if let Some(o) = &spec.ordinary_words {
                 let pick = |names: &[String]| -> Result<Option<Vec<Arc<Gazetteer>>>, _> {
@@ -374,7 +386,9 @@ impl Recognizers {
                     "ABDOMEN\nSOFT\nPROVIDER\nATTEND\nSIGN\nVITAL\nLAB\nTEST\nWILL\nHOPE\nCALLIOPE\nBROWN\nBAKER\nYES\nASSESSMENT\nVERIFIED"
                 }
                 Some("drugs.txt") => "ZANTAC\nLASIX",
-                Some("world_places.txt") => "DOHA\nLAGOS\nFOLEY\nREADING\nBORDEAUX\nMANILA\nHONDA",
+                Some("world_places.txt") => {
+                    "DOHA\nLAGOS\nFOLEY\nREADING\nBORDEAUX\nMANILA\nHONDA\nMONTREAL"
+                }
                 Some("town_words.txt") => "READING",
                 _ => return None,
             };
@@ -1054,6 +1068,65 @@ mod tests {
             &head[14..]
         );
         assert!(bad(&twice).contains("duplicate"));
+    }
+
+    #[test]
+    fn word_lists_in_the_table_gate_like_gazetteers() {
+        let src = |list: &str| {
+            format!(
+                "version = \"t\"\n[word_lists]\n{list} = [\"Foley\", \"Cushing\"]\n\
+                 [[pattern]]\nid = \"town\"\nlabel = \"CITY\"\nscore = 0.5\n\
+                 regex = \"(?P<id>(?P<nogaz_eponyms>[A-Z][a-z]+))\"\n"
+            )
+        };
+        let t = Recognizers::from_sources(&[("t.toml".into(), src("eponyms"))], |_| None)
+            .expect("table loads");
+        let words: Vec<_> = t
+            .find("Foley Leeds CUSHING Cushing")
+            .into_iter()
+            .map(|f| f.start)
+            .collect();
+        assert_eq!(words, [6]);
+        let clash = src("eponyms").replacen(
+            "\n[word_lists]",
+            "\n[gazetteers]\neponyms = \"x.txt\"\n[word_lists]",
+            1,
+        );
+        let err = Recognizers::from_sources(&[("t.toml".into(), clash)], |_| None).unwrap_err();
+        assert!(err.to_string().contains("gazetteer's name"), "{err}");
+    }
+
+    /// A Unicode `\b` makes the regex crate's lazy DFA give up at the first non-ASCII byte and
+    /// search the rest with a slower engine; `(?-u:\b)` or a consumed non-letter keep it.
+    #[test]
+    fn shipped_patterns_use_no_unicode_word_boundary() {
+        for (file, src) in Recognizers::shipped_sources() {
+            let spec: FileSpec = toml::from_str(&src).expect("shipped file parses");
+            for p in spec.pattern {
+                let regex = expand(&p.regex, &spec.vars).expect("vars expand");
+                let ascii = regex.replace("(?-u:\\b)", "").replace("(?-u:\\B)", "");
+                assert!(
+                    !ascii.contains("\\b") && !ascii.contains("\\B"),
+                    "{file}: pattern `{}` has a Unicode word boundary",
+                    p.id
+                );
+            }
+        }
+        let t = with_gazetteers();
+        let has = |text: &str, label: &str, value: &str| finds_in(&t, text, label, value);
+        let has_no = |text: &str, label: &str| finds_none_in(&t, text, label);
+        // A state code or credential directly before an accented capital is part of a word.
+        has_no("Patient: BROWN, INÉS    MRN 00006230", "CITY");
+        has_no("Spoke with ØDEGAARD, MAŁGORZATA today", "CITY");
+        has("Patient: BROWN, INÉS    MRN", "NAME", "BROWN, INÉS");
+        has("Born in Montréal; moved to", "CITY", "Montréal");
+        has("lives in Lyon, France.", "CITY", "Lyon");
+        has(
+            "email ana.ruíz@example.com now",
+            "EMAIL",
+            "ana.ruíz@example.com",
+        );
+        has_no("Montreal Cognitive Assessment 26/30", "CITY");
     }
 
     #[test]
