@@ -376,10 +376,10 @@ impl Recognizers {
         Self::from_sources(&Self::shipped_sources(), |path| {
             let list = match path.rsplit('/').next() {
                 Some("given_names.txt") => {
-                    "RICHARD\nSUNNY\nMARCUS\nWILL\nHOPE\nJOHN\nEMILY\nMERCY\nANNA\nCALLIOPE\nBERND\nECHO\nGI"
+                    "RICHARD\nSUNNY\nMARCUS\nWILL\nHOPE\nJOHN\nEMILY\nMERCY\nANNA\nCALLIOPE\nBERND\nECHO\nGI\nIN"
                 }
                 Some("surnames.txt") => {
-                    "SMITH\nGENERAL\nORTEL\nOROZCO\nJOHNSON\nROMANI\nKELLY\nBROWN\nLUDWIG\nVITAL\nBAKER"
+                    "SMITH\nGENERAL\nORTEL\nOROZCO\nJOHNSON\nROMANI\nKELLY\nBROWN\nLUDWIG\nVITAL\nBAKER\nFRANCE"
                 }
                 Some("us_places.txt") => "PORT LEYDEN\nCHICAGO\nHARROW\nEMILY\nWELLS\nLYME",
                 Some("english_words.txt") => {
@@ -478,14 +478,19 @@ impl Recognizers {
             // A named place that holds whole places found by higher-ranked patterns takes
             // their place: "NYC Health Center" outranked by "NYC" would leave "Health Center"
             // standing. Only words naming places: a ZIP code or a state inside a wider finding
-            // keeps its own label, which policies treat apart.
+            // keeps its own label, which policies treat apart. A facility named for a street
+            // holds the street's name ("Lakeview Terrace Care Center").
             let holds = |t: &Finding| {
+                let places = matches!(t.label, "CITY" | "LOCATION")
+                    && matches!(f.label, "CITY" | "LOCATION");
+                let street_name = f.label == "ORGANIZATION"
+                    && t.label == "STREET_ADDRESS"
+                    && !text[t.start..t.end].contains(|c: char| c.is_ascii_digit());
                 !f.merge_only
                     && f.start <= t.start
                     && t.end <= f.end
                     && t.end - t.start < f.end - f.start
-                    && matches!(t.label, "CITY" | "LOCATION")
-                    && matches!(f.label, "CITY" | "LOCATION")
+                    && (places || street_name)
             };
             // Two findings of one facility or place that share words are one name:
             // "Children's Hospital" and "Hospital Los Angeles" make "Children's Hospital Los
@@ -1272,6 +1277,8 @@ mod tests {
             "BP 132/84 on arrival",
             "in March 2021 she",
             "for the past week",
+            "travelling to Brazil next week",
+            "follow up next month",
         ] {
             let got = found(t);
             assert!(
@@ -1787,6 +1794,129 @@ mod tests {
     }
 
     #[test]
+    fn counties_letterheads_places_of_care_and_codes_of_us_records() {
+        for (t, label, v) in [
+            (
+                "Scene: Albion, MI  (Calhoun County) Crew",
+                "LOCATION",
+                "Calhoun County",
+            ),
+            ("LEE COUNTY EMS -- PCR", "ORGANIZATION", "LEE COUNTY EMS"),
+            (
+                "TWIN RIVERS MEDICAL CENTER *** CONFIDENTIAL",
+                "ORGANIZATION",
+                "TWIN RIVERS MEDICAL CENTER",
+            ),
+            (
+                "Residence: Oak Hollow Assisted Living, 610",
+                "ORGANIZATION",
+                "Oak Hollow Assisted Living",
+            ),
+            (
+                "PCP: Omar Shaikh, MD, Westgate Primary Care  ADMISSION",
+                "ORGANIZATION",
+                "Westgate Primary Care",
+            ),
+            (
+                "provider: Kids First Pediatrics, Pasadena",
+                "ORGANIZATION",
+                "Kids First Pediatrics",
+            ),
+            (
+                "resides at Lakeview Terrace Care Center and",
+                "ORGANIZATION",
+                "Lakeview Terrace Care Center",
+            ),
+            (
+                "graduating from University of Nairobi today",
+                "ORGANIZATION",
+                "University of Nairobi",
+            ),
+            (
+                "art contest at Riverside Elementary next week",
+                "ORGANIZATION",
+                "Riverside Elementary",
+            ),
+            (
+                "Payer: Medicare A/B, MBI 4TK7-QW2-AA19; secondary",
+                "HEALTH_PLAN_NUMBER",
+                "4TK7-QW2-AA19",
+            ),
+            (
+                "pathology SP-24-003312 for",
+                "OTHER_IDENTIFIER",
+                "SP-24-003312",
+            ),
+            (
+                "Performing site CLIA 05D0634172 Director",
+                "LICENSE_NUMBER",
+                "05D0634172",
+            ),
+            ("inpatient order 2/10 21:14).", "DATE", "2/10"),
+            ("setup at home 7/1 at 9 am by RT", "DATE", "7/1"),
+            ("Ole Sorensen 92M with aspiration", "AGE", "92"),
+            ("DOB 1931-07-22, so pt is 92. Walter", "AGE", "92"),
+            (
+                "twitch.tv/kwesi_plays if you",
+                "URL",
+                "twitch.tv/kwesi_plays",
+            ),
+        ] {
+            finds(t, label, v);
+        }
+        for (t, label) in [
+            ("ANTICOAGULATION CLINIC - PHARMACIST NOTE", "ORGANIZATION"),
+            ("DEVICE CLINIC - REMOTE ICD TRANSMISSION", "ORGANIZATION"),
+            (
+                "PEDIATRIC HOSPITAL MEDICINE - DISCHARGE SUMMARY",
+                "ORGANIZATION",
+            ),
+            ("Tmax 101F overnight, spiked to 102F", "AGE"),
+            ("a 16F Foley catheter", "AGE"),
+            ("Hgb 7.1 from 11.2. Transfuse?", "DATE"),
+            ("strength 5/5 throughout, 2/10 at 21 degrees", "DATE"),
+        ] {
+            finds_no(t, label);
+        }
+    }
+
+    #[test]
+    fn chats_profiles_and_voice_transcripts_name_people_their_own_way() {
+        let t = with_gazetteers();
+        let has = |text: &str, label: &str, value: &str| finds_in(&t, text, label, value);
+        let has_no = |text: &str, label: &str| finds_none_in(&t, text, label);
+        has("[9:15] marcus: FYI the deck is", "NAME", "marcus");
+        has("richard: carlos pls don't paste", "NAME", "richard");
+        has("Anna, 30, moved from Tallinn", "NAME", "Anna");
+        has(
+            "Hi, this is Richard from Sunset Realty",
+            "FIRST_NAME",
+            "Richard",
+        );
+        has("hey its marcus, new number", "FIRST_NAME", "marcus");
+        has(
+            "Pt: Dale \"Smokey\" Rutherford      DOB",
+            "NAME",
+            "Dale \"Smokey\" Rutherford",
+        );
+        has(
+            "my number is five five five two one four nine eight seven six",
+            "PHONE",
+            "five five five two one four nine eight seven six",
+        );
+        has(
+            "and my zip is nine oh two one oh",
+            "ZIP_CODE",
+            "nine oh two one oh",
+        );
+        has_no("gi: soft, NT\nplan: follow up", "NAME");
+        has_no("will: continue the plan", "NAME");
+        has_no("May, 12 patients were seen", "NAME");
+        has_no("It's Tuesday again", "FIRST_NAME");
+        has_no("scored three two one on the scale", "PHONE");
+    }
+
+    #[test]
     fn chart_headers_world_towns_and_ages_after_names_need_the_lists() {
         let t = with_gazetteers();
         let has = |text: &str, label: &str, value: &str| finds_in(&t, text, label, value);
@@ -1835,6 +1965,19 @@ mod tests {
         has_no("Foley catheter in place", "CITY");
         has_no("car (2009 Honda Civic, plate", "ZIP_CODE");
         has_no("Manila 2019 conference", "ZIP_CODE");
+    }
+
+    #[test]
+    fn words_opening_a_sentence_are_no_given_names() {
+        let t = with_gazetteers();
+        finds_none_in(&t, "In France they have company songs", "NAME");
+        finds_none_in(&t, "In Johnson County the rate", "NAME");
+        finds_in(
+            &t,
+            "her friend Richard France called",
+            "NAME",
+            "Richard France",
+        );
     }
 
     #[test]

@@ -956,18 +956,45 @@ fn street_surrogate(original: &str, rng: &mut SeedRng) -> String {
         case_style(&name_text),
         pick_other(rng, STREET_NAMES, &name_text),
     );
+    // Capitalized words after the street that name no unit, direction or state are its town
+    // ("… Suite 873 Scottport", "… Rd, Port Leyden"): one run becomes one surrogate town.
+    let street_end = [house, suffix, name_end.checked_sub(1)]
+        .into_iter()
+        .flatten()
+        .max()
+        .unwrap_or(0);
+    let town: Vec<bool> = (0..n)
+        .map(|i| i > street_end && is_town_word(word(i)))
+        .collect();
+    let in_town = |i: usize| town.get(i).copied().unwrap_or(false);
     let mut out = String::with_capacity(original.len() + 8);
     let mut j = 0usize;
     for (seg, is_word) in &segs {
         if !*is_word {
-            if !(j > name_start && j < name_end) {
+            let inside_name = j > name_start && j < name_end;
+            let inside_town = j > 0 && in_town(j - 1) && in_town(j);
+            if !(inside_name || inside_town) {
                 out.push_str(seg);
             }
             continue;
         }
         let current = j;
         j += 1;
-        if ordinal_name && current == name_start {
+        if in_town(current) {
+            if current == 0 || !in_town(current - 1) {
+                let last = (current..n)
+                    .take_while(|&i| in_town(i))
+                    .last()
+                    .unwrap_or(current);
+                let run = (current..=last)
+                    .map(|i| split_core(word(i)).1)
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                out.push_str(split_core(seg).0);
+                out.push_str(&apply_case(case_style(&run), pick_other(rng, CITIES, &run)));
+                out.push_str(split_core(word(last)).2);
+            }
+        } else if ordinal_name && current == name_start {
             out.push_str(&secondary_token(seg, rng));
         } else if has_name && current == name_start {
             out.push_str(split_core(seg).0);
@@ -987,6 +1014,49 @@ fn street_surrogate(original: &str, rng: &mut SeedRng) -> String {
         }
     }
     out
+}
+
+/// Words of an address that name a unit rather than a place ("Suite 873", "Apt 2", "PO Box").
+const UNIT_WORDS: &[&str] = &[
+    "apt",
+    "apartment",
+    "suite",
+    "ste",
+    "unit",
+    "flat",
+    "floor",
+    "fl",
+    "bldg",
+    "building",
+    "room",
+    "rm",
+    "lot",
+    "box",
+    "po",
+    "p.o",
+    "dept",
+    "space",
+    "trailer",
+    "pier",
+    "hangar",
+    "slip",
+    "stop",
+];
+
+/// A word of a town: capitalized letters, two or more, no unit word, direction or state.
+fn is_town_word(w: &str) -> bool {
+    let core = split_core(w).1;
+    let key = word_key(w);
+    core.chars().count() >= 2
+        && core.starts_with(char::is_uppercase)
+        && core
+            .chars()
+            .all(|c| c.is_alphabetic() || matches!(c, '\'' | '’' | '-' | '.'))
+        && !UNIT_WORDS.contains(&key.as_str())
+        && !is_direction(w)
+        && !STATES
+            .iter()
+            .any(|(code, name)| eq_ci(code, core) || eq_ci(name, core))
 }
 
 fn city_word(s: &str, rng: &mut SeedRng) -> String {
@@ -2151,6 +2221,31 @@ mod tests {
         each("STREET_ADDRESS", "PO Box 1234", |o| {
             assert!(o.starts_with("PO Box "));
             house_ok(&o[7..], 4);
+        });
+    }
+
+    #[test]
+    fn a_town_inside_an_address_gets_a_surrogate_too() {
+        each(
+            "STREET_ADDRESS",
+            "100 Juniper Hollow Rd, Port Leyden",
+            |o| {
+                assert!(o.contains(" Rd, ") && !o.contains("Leyden"), "{o}");
+                assert!(CITIES.iter().any(|c| o.ends_with(c)), "{o}");
+            },
+        );
+        each(
+            "STREET_ADDRESS",
+            "727 Green Gateway Suite 873 Scottport",
+            |o| {
+                assert!(!o.contains("Scottport") && !o.contains("Gateway"), "{o}");
+            },
+        );
+        each("STREET_ADDRESS", "1127 Sycamore St, Apt 2, Dayton", |o| {
+            assert!(o.contains(" St, Apt ") && !o.contains("Dayton"), "{o}");
+        });
+        each("STREET_ADDRESS", "12 Elm St NW, Boston, MA", |o| {
+            assert!(o.contains(" St NW, ") && o.ends_with(", MA"), "{o}");
         });
     }
 

@@ -27,7 +27,7 @@ const COMMITTED: [&str; 3] = ["synthetic", "asq-phi-dev", "asq-phi-test"];
 
 /// Probe sets committed under `tests/data/probes`, as (name, file, source): text written for
 /// this project by sessions that never read the recognizers, then tuned on (see its README).
-const PROBES: [(&str, &str, &str); 3] = [
+const PROBES: [(&str, &str, &str); 6] = [
     (
         "probe-clinical",
         "probes/clinical.jsonl",
@@ -45,6 +45,25 @@ const PROBES: [(&str, &str, &str); 3] = [
         "probes/negatives.jsonl",
         "clinical text with no identifier at all, dense with numbers, scores, eponyms and codes; \
          every redaction is a false positive",
+    ),
+    (
+        "probe-queries",
+        "probes/clinical_queries.jsonl",
+        "260 questions about patients as clinicians type them into an LLM (49 with no identifier) \
+         written blind to the recognizers in session 16; tuned on: a regression floor, not evidence",
+    ),
+    (
+        "probe-notes",
+        "probes/clinical_notes.jsonl",
+        "90 US clinical documents of about 40 kinds written blind to the recognizers in session \
+         16; tuned on: a regression floor, not evidence",
+    ),
+    (
+        "probe-general-2",
+        "probes/general_2.jsonl",
+        "300 general-language texts (chats, e-mails, ads, forms, voice transcripts; 40 with no \
+         personal data) written blind to the recognizers in session 16; tuned on: a regression \
+         floor, not evidence",
     ),
 ];
 

@@ -14,6 +14,7 @@ pub mod span;
 pub mod structure;
 pub mod text;
 pub mod tokens;
+pub mod widen;
 pub mod window;
 
 pub use aggregate::Aggregation;

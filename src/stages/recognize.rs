@@ -21,6 +21,7 @@
 
 use super::span::{Source, Span, Spans};
 use super::structure;
+use super::widen;
 use crate::deid::{Finding, Recognizers, canonical_label};
 
 /// What the recognize stage does, from the pipeline and the request.
@@ -30,6 +31,10 @@ pub struct RecognizeParams {
     pub safety_sweep: bool,
     pub join_names: bool,
     pub propagate: bool,
+    /// Titles before names and `#` before numbers go with them ([`widen`]).
+    pub with_prefixes: bool,
+    /// A place of care and its town are one place ([`widen`]).
+    pub whole_places: bool,
     /// Findings scored below this are ignored.
     pub min_finding_score: f32,
 }
@@ -40,7 +45,13 @@ pub fn recognize(
     known: &Terms,
     p: RecognizeParams,
 ) -> Spans {
-    if !p.smart_merging && !p.safety_sweep && !p.join_names && !p.propagate {
+    if !(p.smart_merging
+        || p.safety_sweep
+        || p.join_names
+        || p.propagate
+        || p.with_prefixes
+        || p.whole_places)
+    {
         return spans;
     }
     let text = spans.original.clone();
@@ -60,6 +71,7 @@ pub fn recognize(
     let mut v = std::mem::take(&mut spans.spans);
     v.sort_by_key(|s| (s.start, s.end));
     drop_ordinary_word_names(&text, &mut v, recognizers);
+    v.retain(|s| !(s.source == Source::Model && is_age_and_sex(&text[s.start..s.end])));
     // Disjoint and sorted from here on, so the spans a finding overlaps are one run.
     v = coalesce(v);
     let mut rest = Vec::with_capacity(findings.len());
@@ -106,7 +118,9 @@ pub fn recognize(
     structure::label_countries(&text, &mut v);
     let towns = structure::towns_before_countries(&text, &v);
     v = with_added(v, towns);
-    spans.spans = structure::join_address_parts(&text, v);
+    v = structure::join_address_parts(&text, v);
+    widen::widen(&text, &mut v, p.with_prefixes, p.whole_places);
+    spans.spans = v;
     spans
 }
 
@@ -138,6 +152,13 @@ fn drop_ordinary_word_names(text: &str, v: &mut Vec<Span>, recognizers: &Recogni
         .collect();
     let mut keep = drop.iter().map(|d| !d);
     v.retain(|_| keep.next().unwrap_or(true));
+}
+
+/// Age and sex in clinical shorthand ("70M", "42 F"), which the model takes for a building
+/// number. An age over 89 is found by the recognizers and replaces it.
+fn is_age_and_sex(s: &str) -> bool {
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    (1..=3).contains(&digits) && matches!(s[digits..].trim_start(), "M" | "F")
 }
 
 /// One span covering the finding and the model spans it overlaps.
@@ -486,6 +507,8 @@ mod tests {
         safety_sweep: false,
         join_names: false,
         propagate: false,
+        with_prefixes: false,
+        whole_places: false,
         min_finding_score: 0.0,
     };
     const MERGE: RecognizeParams = RecognizeParams {
@@ -556,6 +579,14 @@ mod tests {
     }
 
     #[test]
+    fn age_and_sex_shorthand_is_no_building_number_and_an_age_over_89_is_kept() {
+        let t = "Conrad Meyers 74M, wet AMD; his father Ole 92M and T 101F.";
+        let at = |w: &str| Span::model_at(t, w, "BUILDING_NUMBER");
+        let got = run(t, vec![at("74M"), at("92M")], SWEEP);
+        assert_eq!(got, vec![("92".into(), "AGE".into(), Source::Pattern)]);
+    }
+
+    #[test]
     fn smart_merging_alone_adds_nothing_new() {
         let got = run("DOB 01/15/1970.", vec![], MERGE);
         assert!(got.is_empty());
@@ -612,6 +643,8 @@ mod tests {
             safety_sweep: true,
             join_names: true,
             propagate: true,
+            with_prefixes: true,
+            whole_places: true,
             min_finding_score: 0.0,
         };
         for p in [SWEEP, MERGE, all] {

@@ -384,14 +384,26 @@ pub fn join_address_parts(text: &str, v: Vec<Span>) -> Vec<Span> {
             canonical_label(&prev.label).name == "BUILDING_NUMBER"
                 && canonical_label(&s.label).hipaa_class == "A_NAMES"
         };
+        // "Flat 3, 19 Carlton Road", "12 Elm St, Apt 2", "789 Maple St., New Orleans": a comma
+        // joins a street or a unit to the next part; two towns in a list stay apart.
+        let comma_joined = |prev: &Span| {
+            &text[prev.end..s.start] == ", "
+                && [prev, &s].iter().any(|p| {
+                    matches!(
+                        canonical_label(&p.label).name,
+                        "STREET_ADDRESS" | "SECONDARY_ADDRESS" | "BUILDING_NUMBER"
+                    )
+                })
+        };
         if let Some(prev) = out.last_mut()
             && joins_address(prev)
             && (joins_address(&s) || street_named_for_someone(prev))
             && s.start >= prev.end
-            && (1..=3).contains(&(s.start - prev.end))
-            && text[prev.end..s.start]
-                .bytes()
-                .all(|b| b == b' ' || b == b'\t')
+            && (((1..=3).contains(&(s.start - prev.end))
+                && text[prev.end..s.start]
+                    .bytes()
+                    .all(|b| b == b' ' || b == b'\t'))
+                || comma_joined(prev))
         {
             if canonical_label(&prev.label).name != canonical_label(&s.label).name {
                 prev.label = "STREET_ADDRESS".into();
@@ -426,7 +438,11 @@ pub fn towns_before_countries(text: &str, v: &[Span]) -> Vec<Span> {
         }
         let gap = &text[part.end..country.start];
         let town = gap.trim_matches(separator);
-        if town.is_empty() || town.len() > MAX_TOWN || town.contains(['\n', '.', ':']) {
+        // Two capitals are a state's or territory's code ("Vaughnfort , AS  Italy", the street
+        // having taken the town): Safe Harbor keeps them.
+        let state_code = town.len() == 2 && town.bytes().all(|b| b.is_ascii_uppercase());
+        if town.is_empty() || state_code || town.len() > MAX_TOWN || town.contains(['\n', '.', ':'])
+        {
             continue;
         }
         // Capitalized words, with short particles between them ("Weng im Gesäuse").
@@ -895,7 +911,7 @@ mod tests {
     #[test]
     fn the_town_between_an_address_and_its_country_is_found() {
         let t = "??? Suite 959\n??? Leipzig\n??? Germany 36619. Apt. 2, Weng im Gesäuse, Austria. \
-                 Suite 4 in the Old Town of Austria.";
+                 Suite 4 in the Old Town of Austria. 5216 Rivers Groves Vaughnfort , AS  Italy";
         let v = vec![
             span(t, "Suite 959", "SECONDARY_ADDRESS"),
             span(t, "Germany", "CITY"),
@@ -905,10 +921,12 @@ mod tests {
             span(t, "Suite 4", "SECONDARY_ADDRESS"),
             Span::model(
                 t.rfind("Austria").expect("twice"),
-                t.len() - 1,
+                t.rfind('.').expect("full stop"),
                 "COUNTRY",
                 0.9,
             ),
+            span(t, "5216 Rivers Groves Vaughnfort", "STREET_ADDRESS"),
+            span(t, "Italy", "COUNTRY"),
         ];
         assert_eq!(
             texts(t, &towns_before_countries(t, &v)),
@@ -961,6 +979,30 @@ mod tests {
                 ),
                 ("IA".into(), "STATE".into()),
                 ("36115".into(), "ZIP_CODE".into()),
+            ]
+        );
+        let t = "at Flat 3, 19 Carlton Road, Bristol BS7 8AQ; Boston, Chicago, MA";
+        let v = vec![
+            span(t, "Flat 3", "SECONDARY_ADDRESS"),
+            span(t, "19 Carlton Road", "STREET_ADDRESS"),
+            span(t, "Bristol", "CITY"),
+            span(t, "BS7 8AQ", "ZIP_CODE"),
+            span(t, "Boston", "CITY"),
+            span(t, "Chicago", "CITY"),
+            span(t, "MA", "STATE"),
+        ];
+        let texts: Vec<String> = shown(t, &join_address_parts(t, v))
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "Flat 3, 19 Carlton Road, Bristol",
+                "BS7 8AQ",
+                "Boston",
+                "Chicago",
+                "MA"
             ]
         );
     }
