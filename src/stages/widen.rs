@@ -9,7 +9,8 @@
 //! - Whole places (`whole_places`): a place of care and the town after it ("St. Joseph's Health
 //!   in Detroit", "Brigham and Women's Hospital, Boston") are one place, and so is a town or a
 //!   place named with the lower-case word for what it is ("our New York clinic", "Mt. Sinai
-//!   hospital"). Masked apart they leave " in " and "clinic" standing between placeholders, and
+//!   hospital"), and a facility takes the campus named after a dash ("Saint Alphonsus Medical
+//!   Center - Nampa"). Masked apart they leave " in " and "clinic" standing between placeholders, and
 //!   gold annotations that name the place as one span (ASQ-PHI's) count them as missed.
 //!
 //! States and countries are never taken in: Safe Harbor keeps them.
@@ -49,9 +50,14 @@ pub fn widen(text: &str, v: &mut Vec<Span>, with_prefixes: bool, whole_places: b
         for i in 0..v.len() {
             if is_place(&v[i]) || is_organization(&v[i]) {
                 let ceiling = v.get(i + 1).map_or(text.len(), |n| n.start);
-                if let Some(len) = care_word_after(&text[v[i].end..ceiling]) {
+                let rest = &text[v[i].end..ceiling];
+                if let Some(len) = care_word_after(rest) {
                     v[i].end += len;
                     v[i].label = "LOCATION".into();
+                } else if is_organization(&v[i])
+                    && let Some(len) = campus_after(rest)
+                {
+                    v[i].end += len;
                 }
             }
         }
@@ -119,6 +125,48 @@ fn care_word_after(rest: &str) -> Option<usize> {
     };
     word(&mut after, CARE_MODIFIERS);
     word(&mut after, CARE_WORDS).then_some(len)
+}
+
+/// Words after a dash that name a note's title, a person or a unit inside the facility, not a
+/// campus ("- Adolescent Unit", "- Cardiology Clinic").
+#[rustfmt::skip]
+const NOT_CAMPUS: &[&str] = &[
+    "Dr", "Mr", "Mrs", "Ms", "Department", "Dept", "Note", "Notes", "Report", "Summary", "Visit",
+    "Call", "Record", "Page", "Phone", "Fax", "Patient", "Progress", "Discharge", "Admission",
+    "Unit", "Clinic", "Ward", "Wing", "Floor", "Service", "Services", "Pharmacy", "Laboratory",
+    "Lab",
+];
+
+/// Length of " - Nampa", " -- Wausau Center" at the start of `rest`: a dash, then one to three
+/// capitalized words ending the field (a line end, two spaces or punctuation).
+fn campus_after(rest: &str) -> Option<usize> {
+    let dash = [" - ", " -- ", " – ", " — "]
+        .into_iter()
+        .find(|d| rest.starts_with(d))?;
+    let mut end = dash.len();
+    for n in 0..3 {
+        let word_len = rest[end..]
+            .char_indices()
+            .find(|&(i, c)| !(c.is_alphabetic() && (i == 0) == c.is_uppercase()))
+            .map_or(rest.len() - end, |(i, _)| i);
+        let word = &rest[end..end + word_len];
+        if word.chars().count() < 2 || NOT_CAMPUS.contains(&word) {
+            return None;
+        }
+        end += word_len;
+        let after = &rest[end..];
+        if after.is_empty()
+            || after.starts_with(['\n', '\r', ',', ';', '.', ')', ':'])
+            || after.starts_with("  ")
+        {
+            return Some(end);
+        }
+        if n == 2 || !after.starts_with(' ') {
+            return None;
+        }
+        end += 1;
+    }
+    None
 }
 
 fn is_name(s: &Span) -> bool {
@@ -246,6 +294,30 @@ mod tests {
             2
         );
         assert_eq!(one("Boston, MA", &[("MA", "STATE")]), "MA");
+        assert_eq!(
+            one(
+                "TRIAGE  Saint Alphonsus Medical Center - Nampa  Date",
+                &[("Saint Alphonsus Medical Center", "ORGANIZATION")]
+            ),
+            "Saint Alphonsus Medical Center - Nampa"
+        );
+        assert_eq!(
+            one(
+                "Marshfield Clinic -- Wausau Center\n",
+                &[("Marshfield Clinic", "ORGANIZATION")]
+            ),
+            "Marshfield Clinic -- Wausau Center"
+        );
+        for text in [
+            "Mayo Clinic - Dr. Smith called",
+            "Mayo Clinic - PHARMACIST NOTE",
+            "Mayo Clinic - the patient was seen",
+            "Mayo Clinic - Progress Note",
+            "Meadowbrook Behavioral Hospital - Adolescent Unit Date",
+        ] {
+            let place = text.split(" -").next().unwrap_or(text);
+            assert_eq!(one(text, &[(place, "ORGANIZATION")]), place);
+        }
         assert_eq!(one("Boston clinician", &[("Boston", "CITY")]), "Boston");
         assert_eq!(one("Dallas office", &[("Dallas", "NAME")]), "Dallas");
     }
