@@ -1017,30 +1017,10 @@ fn street_surrogate(original: &str, rng: &mut SeedRng) -> String {
 }
 
 /// Words of an address that name a unit rather than a place ("Suite 873", "Apt 2", "PO Box").
+#[rustfmt::skip]
 const UNIT_WORDS: &[&str] = &[
-    "apt",
-    "apartment",
-    "suite",
-    "ste",
-    "unit",
-    "flat",
-    "floor",
-    "fl",
-    "bldg",
-    "building",
-    "room",
-    "rm",
-    "lot",
-    "box",
-    "po",
-    "p.o",
-    "dept",
-    "space",
-    "trailer",
-    "pier",
-    "hangar",
-    "slip",
-    "stop",
+    "apt", "apartment", "suite", "ste", "unit", "flat", "floor", "fl", "bldg", "building", "room",
+    "rm", "lot", "box", "po", "p.o", "dept", "space", "trailer", "pier", "hangar", "slip", "stop",
 ];
 
 /// A word of a town: capitalized letters, two or more, no unit word, direction or state.

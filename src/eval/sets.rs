@@ -25,38 +25,44 @@ pub struct EvalSet {
 /// Sets committed under `tests/data`, in report order (the fetched ones follow).
 const COMMITTED: [&str; 3] = ["synthetic", "asq-phi-dev", "asq-phi-test"];
 
-/// Probe sets committed under `tests/data/probes`, as (name, file, source): text written for
-/// this project by sessions that never read the recognizers, then tuned on (see its README).
-const PROBES: [(&str, &str, &str); 6] = [
+/// Probe sets committed under `tests/data/probes`, as (name, file, source, tuned on): text
+/// written for this project by sessions that never read the recognizers, then tuned on, or held
+/// out (see its README).
+const PROBES: [(&str, &str, &str, bool); 8] = [
     (
         "probe-clinical",
         "probes/clinical.jsonl",
         "120 clinical notes (25% from outside the US) written blind to the recognizers; tuned on: \
          a regression floor, not evidence",
+        true,
     ),
     (
         "probe-general",
         "probes/general.jsonl",
         "382 short general-language texts in many languages and layouts written blind to the \
          recognizers; tuned on: a regression floor, not evidence",
+        true,
     ),
     (
         "probe-negatives",
         "probes/negatives.jsonl",
         "clinical text with no identifier at all, dense with numbers, scores, eponyms and codes; \
          every redaction is a false positive",
+        true,
     ),
     (
         "probe-queries",
         "probes/clinical_queries.jsonl",
         "260 questions about patients as clinicians type them into an LLM (49 with no identifier) \
          written blind to the recognizers in session 16; tuned on: a regression floor, not evidence",
+        true,
     ),
     (
         "probe-notes",
         "probes/clinical_notes.jsonl",
         "90 US clinical documents of about 40 kinds written blind to the recognizers in session \
          16; tuned on: a regression floor, not evidence",
+        true,
     ),
     (
         "probe-general-2",
@@ -64,6 +70,21 @@ const PROBES: [(&str, &str, &str); 6] = [
         "300 general-language texts (chats, e-mails, ads, forms, voice transcripts; 40 with no \
          personal data) written blind to the recognizers in session 16; tuned on: a regression \
          floor, not evidence",
+        true,
+    ),
+    (
+        "heldout-clinical",
+        "probes/heldout_clinical.jsonl",
+        "150 clinical texts (70 questions to an LLM, 80 US clinical documents) written blind to \
+         the recognizers at the end of session 16 and never looked at: held out",
+        false,
+    ),
+    (
+        "heldout-general",
+        "probes/heldout_general.jsonl",
+        "220 general-language texts written blind to the recognizers at the end of session 16 and \
+         never looked at: held out",
+        false,
     ),
 ];
 
@@ -161,8 +182,8 @@ pub fn load(data_dir: &Path, fetched_dir: &Path, names: &[String]) -> Result<Vec
             });
         }
     }
-    for (name, file, source) in PROBES.into_iter().filter(|(n, ..)| wanted(n)) {
-        sets.push(jsonl_set(name, source, true, &data_dir.join(file), "")?);
+    for (name, file, source, tuned_on) in PROBES.into_iter().filter(|(n, ..)| wanted(n)) {
+        sets.push(jsonl_set(name, source, tuned_on, &data_dir.join(file), "")?);
     }
     for (name, file, source, tuned_on) in FETCHED.into_iter().filter(|(n, ..)| wanted(n)) {
         let hint = " (run scripts/fetch-assets)";

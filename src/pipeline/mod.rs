@@ -299,7 +299,6 @@ impl Pipeline {
                     safety_sweep,
                     join_names,
                     propagate,
-                    with_prefixes,
                     whole_places,
                     findings_obey_threshold,
                 },
@@ -313,7 +312,6 @@ impl Pipeline {
                     safety_sweep: safety_sweep.unwrap_or(opts.safety_sweep),
                     join_names: *join_names,
                     propagate: *propagate,
-                    with_prefixes: *with_prefixes,
                     whole_places: *whole_places,
                     min_finding_score: if *findings_obey_threshold {
                         opts.confidence_threshold

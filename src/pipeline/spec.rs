@@ -62,10 +62,7 @@ pub enum StageSpec {
         join_names: bool,
         #[serde(default)]
         propagate: bool,
-        /// Titles before names and `#` before numbers are removed with them.
-        #[serde(default)]
-        with_prefixes: bool,
-        /// A place of care and the town after it are one place.
+        /// A place of care and its town or campus are one place.
         #[serde(default)]
         whole_places: bool,
         /// Recognizer findings under the request's confidence threshold are dropped

@@ -8,13 +8,13 @@
 pub mod aggregate;
 pub mod infer;
 pub mod merge;
+pub mod places;
 pub mod recognize;
 pub mod sentence;
 pub mod span;
 pub mod structure;
 pub mod text;
 pub mod tokens;
-pub mod widen;
 pub mod window;
 
 pub use aggregate::Aggregation;

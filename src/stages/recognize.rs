@@ -19,9 +19,9 @@
 //! model span if there is one, else by the higher score. Nothing here ever shrinks a span, so
 //! the characters covered never decrease.
 
+use super::places;
 use super::span::{Source, Span, Spans};
 use super::structure;
-use super::widen;
 use crate::deid::{Finding, Recognizers, canonical_label};
 
 /// What the recognize stage does, from the pipeline and the request.
@@ -31,9 +31,7 @@ pub struct RecognizeParams {
     pub safety_sweep: bool,
     pub join_names: bool,
     pub propagate: bool,
-    /// Titles before names and `#` before numbers go with them ([`widen`]).
-    pub with_prefixes: bool,
-    /// A place of care and its town are one place ([`widen`]).
+    /// A place of care and its town or campus are one place ([`places`]).
     pub whole_places: bool,
     /// Findings scored below this are ignored.
     pub min_finding_score: f32,
@@ -45,13 +43,7 @@ pub fn recognize(
     known: &Terms,
     p: RecognizeParams,
 ) -> Spans {
-    if !(p.smart_merging
-        || p.safety_sweep
-        || p.join_names
-        || p.propagate
-        || p.with_prefixes
-        || p.whole_places)
-    {
+    if !(p.smart_merging || p.safety_sweep || p.join_names || p.propagate || p.whole_places) {
         return spans;
     }
     let text = spans.original.clone();
@@ -119,7 +111,9 @@ pub fn recognize(
     let towns = structure::towns_before_countries(&text, &v);
     v = with_added(v, towns);
     v = structure::join_address_parts(&text, v);
-    widen::widen(&text, &mut v, p.with_prefixes, p.whole_places);
+    if p.whole_places {
+        places::whole_places(&text, &mut v);
+    }
     spans.spans = v;
     spans
 }
@@ -507,7 +501,6 @@ mod tests {
         safety_sweep: false,
         join_names: false,
         propagate: false,
-        with_prefixes: false,
         whole_places: false,
         min_finding_score: 0.0,
     };
@@ -643,7 +636,6 @@ mod tests {
             safety_sweep: true,
             join_names: true,
             propagate: true,
-            with_prefixes: true,
             whole_places: true,
             min_finding_score: 0.0,
         };

@@ -1,26 +1,14 @@
-//! Widening spans over the words that go with an identifier, applied last by the recognize
-//! stage when the pipeline asks (de-identification, not extraction):
-//!
-//! - Prefixes (`with_prefixes`): a doctor's or professor's title before a name ("Dr. Patel")
-//!   and a `#` glued to a number ("MRN #ST-112233") go with the identifier. Clinical gold that
-//!   names people with their title (ASQ-PHI's) counts the title as part of the name. "Mr.",
-//!   "Mrs." and "Ms." stay: general-language gold (Presidio's, i2b2's) leaves titles out, and
-//!   there they are far more common, so taking them cost more precision than it won recall.
-//! - Whole places (`whole_places`): a place of care and the town after it ("St. Joseph's Health
-//!   in Detroit", "Brigham and Women's Hospital, Boston") are one place, and so is a town or a
-//!   place named with the lower-case word for what it is ("our New York clinic", "Mt. Sinai
-//!   hospital"), and a facility takes the campus named after a dash ("Saint Alphonsus Medical
-//!   Center - Nampa"). Masked apart they leave " in " and "clinic" standing between placeholders, and
-//!   gold annotations that name the place as one span (ASQ-PHI's) count them as missed.
-//!
-//! States and countries are never taken in: Safe Harbor keeps them.
+//! Whole places, applied last by the recognize stage when the pipeline asks (`whole_places`:
+//! de-identification, not extraction): a place of care and the town after it ("St. Joseph's
+//! Health in Detroit", "Brigham and Women's Hospital, Boston") are one place, and so is a town or
+//! a place named with the lower-case word for what it is ("our New York clinic", "Mt. Sinai
+//! hospital"); a facility takes the campus named after a dash ("Saint Alphonsus Medical Center -
+//! Nampa"). Masked apart they leave " in " and "clinic" standing between placeholders, and gold
+//! that names the place as one span (ASQ-PHI's) counts them as missed. States and countries are
+//! never taken in: Safe Harbor keeps them.
 
 use super::span::Span;
 use crate::deid::canonical_label;
-
-/// Titles taken with the name after them; matched whole, in any case, with or without a full
-/// stop.
-const TITLES: &[&str] = &["Dr", "Dra", "Drs", "Prof"];
 
 /// Lower-case words after a town or a place that make it a place of care, a modifier first.
 const CARE_WORDS: &[&str] = &[
@@ -28,41 +16,23 @@ const CARE_WORDS: &[&str] = &[
 ];
 const CARE_MODIFIERS: &[&str] = &["downtown", "main", "satellite", "outpatient"];
 
-/// Widens `v` (sorted, disjoint) in place; it stays sorted and disjoint.
-pub fn widen(text: &str, v: &mut Vec<Span>, with_prefixes: bool, whole_places: bool) {
-    if with_prefixes {
-        for i in 0..v.len() {
-            let floor = if i == 0 { 0 } else { v[i - 1].end };
-            let head = &text[floor..v[i].start];
-            let start = if is_name(&v[i]) {
-                title_before(head)
-            } else if is_number(&v[i]) && head.ends_with('#') {
-                Some(head.len() - 1)
-            } else {
-                None
-            };
-            if let Some(start) = start {
-                v[i].start = floor + start;
+/// Widens the places of `v` (sorted, disjoint) in place; it stays sorted and disjoint.
+pub fn whole_places(text: &str, v: &mut Vec<Span>) {
+    for i in 0..v.len() {
+        if is_place(&v[i]) || is_organization(&v[i]) {
+            let ceiling = v.get(i + 1).map_or(text.len(), |n| n.start);
+            let rest = &text[v[i].end..ceiling];
+            if let Some(len) = care_word_after(rest) {
+                v[i].end += len;
+                v[i].label = "LOCATION".into();
+            } else if is_organization(&v[i])
+                && let Some(len) = campus_after(rest)
+            {
+                v[i].end += len;
             }
         }
     }
-    if whole_places {
-        for i in 0..v.len() {
-            if is_place(&v[i]) || is_organization(&v[i]) {
-                let ceiling = v.get(i + 1).map_or(text.len(), |n| n.start);
-                let rest = &text[v[i].end..ceiling];
-                if let Some(len) = care_word_after(rest) {
-                    v[i].end += len;
-                    v[i].label = "LOCATION".into();
-                } else if is_organization(&v[i])
-                    && let Some(len) = campus_after(rest)
-                {
-                    v[i].end += len;
-                }
-            }
-        }
-        join_places_with_towns(text, v);
-    }
+    join_places_with_towns(text, v);
 }
 
 /// "St. Joseph's Health in Detroit": a place of care, " in " or ", ", and a town.
@@ -82,26 +52,6 @@ fn join_places_with_towns(text: &str, v: &mut Vec<Span>) {
         out.push(s);
     }
     *v = out;
-}
-
-/// The start of a title ending `head` before one space or none ("Dr. ", "Mrs ", "Dr."), the
-/// title preceded by no letter.
-fn title_before(head: &str) -> Option<usize> {
-    let bare = head.strip_suffix([' ', '\t']).unwrap_or(head);
-    let word = bare.strip_suffix('.').unwrap_or(bare);
-    if word.len() == head.len() {
-        return None;
-    }
-    let start = word
-        .char_indices()
-        .rev()
-        .take_while(|(_, c)| c.is_alphabetic())
-        .last()
-        .map(|(i, _)| i)?;
-    TITLES
-        .iter()
-        .any(|t| t.eq_ignore_ascii_case(&word[start..]))
-        .then_some(start)
 }
 
 /// Length of " clinic", " downtown clinic" … at the start of `rest`, ending a word.
@@ -169,25 +119,6 @@ fn campus_after(rest: &str) -> Option<usize> {
     None
 }
 
-fn is_name(s: &Span) -> bool {
-    canonical_label(&s.label).hipaa_class == "A_NAMES"
-}
-
-/// A number or code naming one record, account, licence, device or vehicle.
-fn is_number(s: &Span) -> bool {
-    let c = canonical_label(&s.label);
-    matches!(
-        c.hipaa_class,
-        "H_MEDICAL_RECORD"
-            | "I_HEALTH_PLAN"
-            | "J_ACCOUNT"
-            | "K_CERTIFICATE_LICENSE"
-            | "L_VEHICLE"
-            | "M_DEVICE"
-            | "R_OTHER_UNIQUE_ID"
-    ) && !matches!(c.name, "ORGANIZATION" | "USERNAME")
-}
-
 /// A town or a named place: no state, country, ZIP code, street or building number.
 fn is_place(s: &Span) -> bool {
     matches!(canonical_label(&s.label).name, "CITY" | "LOCATION")
@@ -211,7 +142,7 @@ mod tests {
                 Span::pattern(start, from, *label, 0.9, "t")
             })
             .collect();
-        widen(text, &mut v, true, true);
+        whole_places(text, &mut v);
         v.iter()
             .map(|s| (text[s.start..s.end].to_string(), s.label.clone()))
             .collect()
@@ -221,29 +152,6 @@ mod tests {
         let w = widened(text, spans);
         assert_eq!(w.len(), 1, "{w:?}");
         w[0].0.clone()
-    }
-
-    #[test]
-    fn titles_and_hashes_go_with_what_they_announce() {
-        assert_eq!(
-            one("seen by Dr. Patel today", &[("Patel", "NAME")]),
-            "Dr. Patel"
-        );
-        assert_eq!(one("to DR SMITH,", &[("SMITH", "NAME")]), "DR SMITH");
-        assert_eq!(one("Dr.Okafor called", &[("Okafor", "NAME")]), "Dr.Okafor");
-        assert_eq!(one("Prof Ruiz", &[("Ruiz", "NAME")]), "Prof Ruiz");
-        assert_eq!(one("Mrs. Okafor called", &[("Okafor", "NAME")]), "Okafor");
-        assert_eq!(
-            one("MRN #ST-112233?", &[("ST-112233", "MRN")]),
-            "#ST-112233"
-        );
-        // Not a title, or not right before the name; a '#' with a space stays.
-        assert_eq!(one("Andrew Smith", &[("Smith", "NAME")]), "Smith");
-        assert_eq!(one("Dr.  Patel", &[("Patel", "NAME")]), "Patel");
-        assert_eq!(one("Mr Dr. Patel", &[("Patel", "NAME")]), "Dr. Patel");
-        assert_eq!(one("MRN # 112233", &[("112233", "MRN")]), "112233");
-        assert_eq!(one("Ward #4 Dr. X", &[("4", "DATE")]), "4");
-        assert_eq!(one("room #12", &[("12", "ORGANIZATION")]), "12");
     }
 
     #[test]
