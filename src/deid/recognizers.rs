@@ -108,6 +108,9 @@ struct Pattern {
     /// Capture groups named `gaz_<name>` with their gazetteer: each taking part must be
     /// listed there (its longest listed word prefix; the identifier is cut to match).
     gated: Vec<(usize, Arc<Gazetteer>)>,
+    /// Capture groups named `gazx_<name>` with their gazetteer: each taking part must be
+    /// listed whole ("Broken Arrow", never its first word alone).
+    whole: Vec<(usize, Arc<Gazetteer>)>,
     /// Capture groups named `nogaz_<name>` with their gazetteer: one taking part whose text is
     /// listed there drops the match (a surname that is also an English word).
     excluded: Vec<(usize, Arc<Gazetteer>)>,
@@ -251,11 +254,12 @@ impl Recognizers {
                 if p.requires_context && p.context.is_empty() {
                     return Err(at("requires_context without context words".into()));
                 }
-                let (mut gated, mut excluded) = (Vec::new(), Vec::new());
+                let (mut gated, mut whole, mut excluded) = (Vec::new(), Vec::new(), Vec::new());
                 let mut missing = None;
                 for (i, name) in regex.capture_names().enumerate() {
                     let (g, into) = match name {
                         Some(n) if n.starts_with("gaz_") => (&n[4..], &mut gated),
+                        Some(n) if n.starts_with("gazx_") => (&n[5..], &mut whole),
                         Some(n) if n.starts_with("nogaz_") => (&n[6..], &mut excluded),
                         _ => continue,
                     };
@@ -288,6 +292,7 @@ impl Recognizers {
                         .map(|(i, _)| i)
                         .collect(),
                     gated,
+                    whole,
                     excluded,
                 });
                 regexes.push(regex);
@@ -418,9 +423,13 @@ impl Recognizers {
                 if !p.gated.is_empty() && !gazetteers_agree(text, &caps, &p.gated, &mut m_end) {
                     continue;
                 }
-                if p.excluded
-                    .iter()
-                    .any(|(i, g)| caps.get(*i).is_some_and(|c| g.contains(c.as_str())))
+                let listed = |(i, g): &(usize, Arc<Gazetteer>)| {
+                    caps.get(*i).is_some_and(|c| g.contains(c.as_str()))
+                };
+                if p.excluded.iter().any(listed)
+                    || p.whole
+                        .iter()
+                        .any(|w| caps.get(w.0).is_some() && !listed(w))
                 {
                     continue;
                 }
@@ -1853,6 +1862,21 @@ mod tests {
                 "05D0634172",
             ),
             ("inpatient order 2/10 21:14).", "DATE", "2/10"),
+            (
+                "Address: Rt 2 Box 118, Floyd, VA",
+                "STREET_ADDRESS",
+                "Rt 2 Box 118",
+            ),
+            (
+                "600 Penn Square, 3rd Floor Lancaster",
+                "SECONDARY_ADDRESS",
+                "3rd Floor",
+            ),
+            (
+                "3309 Cherokee Street, Unit B   St.",
+                "SECONDARY_ADDRESS",
+                "Unit B",
+            ),
             ("setup at home 7/1 at 9 am by RT", "DATE", "7/1"),
             ("Ole Sorensen 92M with aspiration", "AGE", "92"),
             ("DOB 1931-07-22, so pt is 92. Walter", "AGE", "92"),
@@ -1909,6 +1933,15 @@ mod tests {
             "ZIP_CODE",
             "nine oh two one oh",
         );
+        has(
+            "Location: home, Port Leyden  Patient:",
+            "CITY",
+            "Port Leyden",
+        );
+        has_no("Port Leyden grade 2 lymphoma", "CITY");
+        has_no("the Port Authority and Leyden", "CITY");
+        // Listed whole only: "Chicago" is listed, "Chicago Bulls" is not.
+        has_no("a Chicago Bulls fan", "CITY");
         has_no("gi: soft, NT\nplan: follow up", "NAME");
         has_no("will: continue the plan", "NAME");
         has_no("May, 12 patients were seen", "NAME");

@@ -35,14 +35,18 @@ pub fn whole_places(text: &str, v: &mut Vec<Span>) {
     join_places_with_towns(text, v);
 }
 
-/// "St. Joseph's Health in Detroit": a place of care, " in " or ", ", and a town.
+/// "St. Joseph's Health in Detroit", "Bayou City Dialysis - Pasadena": a place of care, " in ",
+/// ", ", " at " or a dash, and a town.
 fn join_places_with_towns(text: &str, v: &mut Vec<Span>) {
     let mut out: Vec<Span> = Vec::with_capacity(v.len());
     for s in v.drain(..) {
         if let Some(prev) = out.last_mut()
             && (is_organization(prev) || canonical_label(&prev.label).name == "LOCATION")
             && canonical_label(&s.label).name == "CITY"
-            && matches!(&text[prev.end..s.start], " in " | ", " | " at ")
+            && matches!(
+                &text[prev.end..s.start],
+                " in " | ", " | " at " | " - " | " -- " | " – "
+            )
         {
             prev.end = s.end;
             prev.label = "LOCATION".into();
@@ -202,6 +206,16 @@ mod tests {
             2
         );
         assert_eq!(one("Boston, MA", &[("MA", "STATE")]), "MA");
+        assert_eq!(
+            one(
+                "Bayou City Dialysis - Pasadena   Station 11",
+                &[
+                    ("Bayou City Dialysis", "ORGANIZATION"),
+                    ("Pasadena", "CITY")
+                ]
+            ),
+            "Bayou City Dialysis - Pasadena"
+        );
         assert_eq!(
             one(
                 "TRIAGE  Saint Alphonsus Medical Center - Nampa  Date",
