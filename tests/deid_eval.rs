@@ -70,7 +70,7 @@ fn safe_harbor_recall_on_the_synthetic_corpus() {
 const SET_FLOORS: [(&str, f64, f64, usize); 12] = [
     ("asq-phi-dev", 0.987, 0.98, 1),
     ("asq-phi-test", 0.979, 0.985, 3),
-    ("probe-clinical", 0.959, 0.94, 50),
+    ("probe-clinical", 0.96, 0.94, 50),
     ("probe-general", 0.934, 0.94, 71),
     ("probe-queries", 0.98, 0.92, 9),
     ("probe-notes", 0.934, 0.895, 72),

@@ -1868,6 +1868,16 @@ mod tests {
                 "Rt 2 Box 118",
             ),
             (
+                "FACILITY: CLEMENT J. ZABLOCKI VAMC  Vet",
+                "ORGANIZATION",
+                "CLEMENT J. ZABLOCKI VAMC",
+            ),
+            (
+                "Leeds Teaching Hospitals NHS Trust - Radiology",
+                "ORGANIZATION",
+                "Leeds Teaching Hospitals NHS Trust",
+            ),
+            (
                 "600 Penn Square, 3rd Floor Lancaster",
                 "SECONDARY_ADDRESS",
                 "3rd Floor",
