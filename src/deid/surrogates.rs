@@ -321,6 +321,30 @@ fn word_key(word: &str) -> String {
 /// Each ASCII digit → digit, uppercase → uppercase, lowercase → lowercase, rest kept. A
 /// non-zero digit that starts a digit run stays non-zero so magnitudes look the same.
 fn shape_swap(s: &str, rng: &mut SeedRng) -> String {
+    differing(s, rng, shape_draw, |c| c.is_ascii_alphanumeric())
+}
+
+/// A draw of `draw` that differs from `s` when `s` has a character `draw` replaces: a short
+/// value ("Floor 3") would otherwise come back as itself one time in ten.
+fn differing(
+    s: &str,
+    rng: &mut SeedRng,
+    draw: fn(&str, &mut SeedRng) -> String,
+    replaced: fn(char) -> bool,
+) -> String {
+    let mut out = draw(s, rng);
+    if s.chars().any(replaced) {
+        for _ in 0..8 {
+            if out != s {
+                break;
+            }
+            out = draw(s, rng);
+        }
+    }
+    out
+}
+
+fn shape_draw(s: &str, rng: &mut SeedRng) -> String {
     let mut out = String::with_capacity(s.len());
     let mut prev_digit = false;
     for c in s.chars() {
@@ -345,6 +369,10 @@ fn shape_swap(s: &str, rng: &mut SeedRng) -> String {
 
 /// Replaces only ASCII digits, for values whose letters are labels rather than data.
 fn digit_swap(s: &str, rng: &mut SeedRng) -> String {
+    differing(s, rng, digit_draw, |c| c.is_ascii_digit())
+}
+
+fn digit_draw(s: &str, rng: &mut SeedRng) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_digit() {
@@ -2227,6 +2255,12 @@ mod tests {
         each("STREET_ADDRESS", "12 Elm St NW, Boston, MA", |o| {
             assert!(o.contains(" St NW, ") && o.ends_with(", MA"), "{o}");
         });
+    }
+
+    #[test]
+    fn a_short_number_never_comes_back_as_itself() {
+        each("SECONDARY_ADDRESS", "Floor 3", |o| assert_ne!(o, "Floor 3"));
+        each("BUILDING_NUMBER", "7", |o| assert_ne!(o, "7"));
     }
 
     #[test]
