@@ -18,11 +18,16 @@ pub struct Gazetteer {
 impl Gazetteer {
     /// One entry a line; blank lines and lines starting with `#` are skipped.
     pub fn from_lines(text: &str) -> Self {
-        let entries = text
-            .lines()
+        Self::from_words(text.lines().filter(|l| !l.trim_start().starts_with('#')))
+    }
+
+    /// One entry a word or phrase, as a recognizer file's `[word_lists]` give them.
+    pub fn from_words<'a>(words: impl IntoIterator<Item = &'a str>) -> Self {
+        let entries = words
+            .into_iter()
             .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#') && l.len() <= MAX_ENTRY)
-            .map(|l| fold(l).into_boxed_str())
+            .filter(|w| !w.is_empty() && w.len() <= MAX_ENTRY)
+            .map(|w| fold(w).into_boxed_str())
             .collect();
         Self { entries }
     }

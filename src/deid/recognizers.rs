@@ -213,7 +213,7 @@ impl Recognizers {
                 if gazetteers.contains_key(name) {
                     return Err(err(format!("word list `{name}` has a gazetteer's name")));
                 }
-                let list = Gazetteer::from_lines(&words.join("\n"));
+                let list = Gazetteer::from_words(words.iter().map(String::as_str));
                 gazetteers.insert(name.clone(), Some(Arc::new(list)));
             }
             if let Some(o) = &spec.ordinary_words {

@@ -991,12 +991,8 @@ mod tests {
             span(t, "Chicago", "CITY"),
             span(t, "MA", "STATE"),
         ];
-        let texts: Vec<String> = shown(t, &join_address_parts(t, v))
-            .into_iter()
-            .map(|(s, _)| s)
-            .collect();
         assert_eq!(
-            texts,
+            texts(t, &join_address_parts(t, v)),
             [
                 "Flat 3, 19 Carlton Road, Bristol",
                 "BS7 8AQ",
