@@ -236,9 +236,22 @@ fn pick<'a>(rng: &mut SeedRng, list: &[&'a str]) -> &'a str {
     list.get(index).copied().unwrap_or_default()
 }
 
-/// Picks an entry that is not `avoid` (case-insensitively), so list draws never echo the input.
+/// Picks an entry that shares no word with `avoid` (case-insensitively), so list draws never
+/// echo the input, nor a part of it ("Pine Ridge" for "Ridge", "Nguyễn" for "Nguyễn Văn An").
 fn pick_other<'a>(rng: &mut SeedRng, list: &[&'a str], avoid: &str) -> &'a str {
-    let pool: Vec<&'a str> = list.iter().copied().filter(|s| !eq_ci(s, avoid)).collect();
+    let words = |s: &'a str| s.split(|c: char| c.is_whitespace() || c == '-');
+    let pool: Vec<&'a str> = list
+        .iter()
+        .copied()
+        .filter(|s| {
+            !eq_ci(s, avoid)
+                && !words(s).any(|w| {
+                    avoid
+                        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+                        .any(|a| eq_ci(a, w))
+                })
+        })
+        .collect();
     if pool.is_empty() {
         pick(rng, list)
     } else {
@@ -321,7 +334,7 @@ fn word_key(word: &str) -> String {
 /// Each ASCII digit → digit, uppercase → uppercase, lowercase → lowercase, rest kept. A
 /// non-zero digit that starts a digit run stays non-zero so magnitudes look the same.
 fn shape_swap(s: &str, rng: &mut SeedRng) -> String {
-    differing(s, rng, shape_draw, |c| c.is_ascii_alphanumeric())
+    differing(s, rng, shape_draw, char::is_alphanumeric)
 }
 
 /// A draw of `draw` that differs from `s` when `s` has a character `draw` replaces: a short
@@ -356,8 +369,14 @@ fn shape_draw(s: &str, rng: &mut SeedRng) -> String {
             }
         } else if c.is_ascii_uppercase() {
             rand_upper(rng)
-        } else if c.is_ascii_lowercase() {
-            rand_lower(rng)
+        } else if c.is_alphabetic() {
+            // Lower case and scripts without case ("田中花子" inside a code span) alike: no
+            // letter of the original survives.
+            if c.is_uppercase() {
+                rand_upper(rng)
+            } else {
+                rand_lower(rng)
+            }
         } else {
             c
         };
@@ -676,15 +695,16 @@ fn swap_letters(core: &str, rng: &mut SeedRng) -> String {
         .collect()
 }
 
-fn list_name_like(original: &str, role: Role, rng: &mut SeedRng) -> String {
+/// A list name for `original`, sharing no word with `whole` (the name it stands in).
+fn list_name_like(original: &str, whole: &str, role: Role, rng: &mut SeedRng) -> String {
     apply_case(
         case_style(original),
-        pick_other(rng, names_for(role), original),
+        pick_other(rng, names_for(role), whole),
     )
 }
 
 /// Hyphenated names are replaced part by part so `Smith-Jones` stays double-barrelled.
-fn replace_name_core(core: &str, role: Role, rng: &mut SeedRng) -> String {
+fn replace_name_core(core: &str, whole: &str, role: Role, rng: &mut SeedRng) -> String {
     let parts: Vec<&str> = core.split('-').collect();
     let real_parts = parts
         .iter()
@@ -693,9 +713,9 @@ fn replace_name_core(core: &str, role: Role, rng: &mut SeedRng) -> String {
     let replaced: Vec<String> = parts
         .iter()
         .map(|part| match classify_name_word(part) {
-            WordKind::Name => list_name_like(part, role, rng),
+            WordKind::Name => list_name_like(part, whole, role, rng),
             WordKind::Initial => swap_letters(part, rng),
-            WordKind::Particle if real_parts == 0 => list_name_like(part, role, rng),
+            WordKind::Particle if real_parts == 0 => list_name_like(part, whole, role, rng),
             _ => (*part).to_string(),
         })
         .collect();
@@ -785,7 +805,7 @@ fn name_surrogate(original: &str, mode: NameMode, rng: &mut SeedRng) -> String {
         let (lead, core, trail) = split_core(seg);
         let replaced = match kind {
             WordKind::Initial => swap_letters(core, rng),
-            WordKind::Name => replace_name_core(core, role, rng),
+            WordKind::Name => replace_name_core(core, original, role, rng),
             _ => {
                 out.push_str(seg);
                 continue;
@@ -991,8 +1011,12 @@ fn street_surrogate(original: &str, rng: &mut SeedRng) -> String {
         .flatten()
         .max()
         .unwrap_or(0);
+    // Capitalized words before the house number name a building or a business ("Bursley Hall
+    // rm 2214, 1931 Duffield St"): they get a surrogate town too, keeping a building word.
+    let street_start = house.unwrap_or(name_start);
+    let any_case = !original.chars().any(char::is_uppercase);
     let town: Vec<bool> = (0..n)
-        .map(|i| i > street_end && is_town_word(word(i)))
+        .map(|i| (i > street_end || i < street_start) && is_town_word(word(i), any_case))
         .collect();
     let in_town = |i: usize| town.get(i).copied().unwrap_or(false);
     let mut out = String::with_capacity(original.len() + 8);
@@ -1014,12 +1038,20 @@ fn street_surrogate(original: &str, rng: &mut SeedRng) -> String {
                     .take_while(|&i| in_town(i))
                     .last()
                     .unwrap_or(current);
-                let run = (current..=last)
+                let building = last > current
+                    && last < street_start
+                    && BUILDING_WORDS.contains(&word_key(word(last)).as_str());
+                let named_last = if building { last - 1 } else { last };
+                let run = (current..=named_last)
                     .map(|i| split_core(word(i)).1)
                     .collect::<Vec<_>>()
                     .join(" ");
                 out.push_str(split_core(seg).0);
                 out.push_str(&apply_case(case_style(&run), pick_other(rng, CITIES, &run)));
+                if building {
+                    out.push(' ');
+                    out.push_str(split_core(word(last)).1);
+                }
                 out.push_str(split_core(word(last)).2);
             }
         } else if ordinal_name && current == name_start {
@@ -1051,15 +1083,39 @@ const UNIT_WORDS: &[&str] = &[
     "rm", "lot", "box", "po", "p.o", "dept", "space", "trailer", "pier", "hangar", "slip", "stop",
 ];
 
-/// A word of a town: capitalized letters, two or more, no unit word, direction or state.
-fn is_town_word(w: &str) -> bool {
+/// Words that end a building's name before its street ("Bursley Hall"), kept in its surrogate.
+const BUILDING_WORDS: &[&str] = &[
+    "hall",
+    "tower",
+    "towers",
+    "house",
+    "plaza",
+    "court",
+    "building",
+    "center",
+    "centre",
+    "manor",
+    "lodge",
+    "apartments",
+    "residence",
+    "residences",
+    "place",
+    "commons",
+];
+
+/// A word of a town: two or more letters, capitalized; in an all lower-case address
+/// (`any_case`) three or more ("vi" may be a territory). No unit word, direction or state.
+fn is_town_word(w: &str, any_case: bool) -> bool {
     let core = split_core(w).1;
     let key = word_key(w);
-    core.chars().count() >= 2
-        && core.starts_with(char::is_uppercase)
-        && core
-            .chars()
-            .all(|c| c.is_alphabetic() || matches!(c, '\'' | '’' | '-' | '.'))
+    let letters = core.chars().count();
+    (if any_case {
+        letters >= 3
+    } else {
+        letters >= 2 && core.starts_with(char::is_uppercase)
+    }) && core
+        .chars()
+        .all(|c| c.is_alphabetic() || matches!(c, '\'' | '’' | '-' | '.'))
         && !UNIT_WORDS.contains(&key.as_str())
         && !is_direction(w)
         && !STATES
@@ -1075,29 +1131,109 @@ fn city_word(s: &str, rng: &mut SeedRng) -> String {
     format!("{lead}{city}{trail}")
 }
 
-/// The part after a comma in `Boston, MA 02139`: state and ZIP are swapped, other words kept.
+/// The part after a comma in `Boston, MA 02139`, or in a whole place (`Cedar Ridge Surgical
+/// Center, Flagstaff`): states become other states, digits are drawn again, "USA" stays, and
+/// every other run of words is a town and becomes one surrogate town.
 fn region_tail(tail: &str, rng: &mut SeedRng) -> String {
-    let trimmed = tail.trim();
-    if STATES.iter().any(|(_, name)| eq_ci(name, trimmed)) {
-        let lead = tail
-            .get(..tail.len() - tail.trim_start().len())
-            .unwrap_or("");
-        let trail = tail.get(tail.trim_end().len()..).unwrap_or("");
-        return format!("{lead}{}{trail}", state_surrogate(trimmed, rng));
-    }
-    split_ws(tail)
-        .into_iter()
-        .map(|(seg, is_word)| {
-            let (lead, core, trail) = split_core(seg);
-            if !is_word {
-                seg.to_string()
-            } else if core.len() == 2 && STATES.iter().any(|(code, _)| eq_ci(code, core)) {
-                format!("{lead}{}{trail}", state_surrogate(core, rng))
-            } else {
-                digit_swap(seg, rng)
-            }
+    let segs = split_ws(tail);
+    let words = words_of(&segs);
+    let n = words.len();
+    let core = |i: usize| split_core(words[i]).1;
+    // Per word: how many words its state name spans (0 = no state starts here).
+    let state_len: Vec<usize> = (0..n)
+        .map(|i| {
+            (1..=3.min(n - i))
+                .rev()
+                .find(|&k| {
+                    let name = (i..i + k).map(core).collect::<Vec<_>>().join(" ");
+                    STATES.iter().any(|(code, full)| {
+                        eq_ci(full, &name) || (k == 1 && name.len() == 2 && eq_ci(code, &name))
+                    })
+                })
+                .unwrap_or(0)
         })
-        .collect()
+        .collect();
+    let mut kind = vec![Tail::Town; n];
+    let mut i = 0;
+    while i < n {
+        let w = core(i);
+        if state_len[i] > 0 {
+            kind[i] = Tail::State(state_len[i]);
+            for k in kind.iter_mut().take(i + state_len[i]).skip(i + 1) {
+                *k = Tail::Absorbed;
+            }
+            i += state_len[i];
+            continue;
+        }
+        if w.chars().any(|c| c.is_ascii_digit()) || w.is_empty() {
+            kind[i] = Tail::Other;
+        } else if ["usa", "us", "u.s", "u.s.a"].contains(&word_key(words[i]).as_str()) {
+            kind[i] = Tail::Keep;
+        }
+        i += 1;
+    }
+    let town = |i: usize| kind.get(i) == Some(&Tail::Town);
+    let mut out = String::with_capacity(tail.len() + 8);
+    let mut j = 0usize;
+    for (seg, is_word) in &segs {
+        if !*is_word {
+            let inside = j > 0
+                && j < n
+                && (kind[j] == Tail::Absorbed
+                    || (town(j - 1) && town(j) && !words[j - 1].ends_with(',')));
+            if !inside {
+                out.push_str(seg);
+            }
+            continue;
+        }
+        let current = j;
+        j += 1;
+        let (lead, _, _) = split_core(seg);
+        match kind[current] {
+            Tail::State(k) => {
+                let name = (current..current + k)
+                    .map(core)
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                out.push_str(lead);
+                out.push_str(&state_surrogate(&name, rng));
+                out.push_str(split_core(words[current + k - 1]).2);
+            }
+            Tail::Absorbed => {}
+            Tail::Keep => out.push_str(seg),
+            Tail::Other => out.push_str(&digit_swap(seg, rng)),
+            Tail::Town => {
+                let starts =
+                    current == 0 || !town(current - 1) || words[current - 1].ends_with(',');
+                if starts {
+                    let last = (current..n)
+                        .take_while(|&i| town(i) && (i == current || !words[i - 1].ends_with(',')))
+                        .last()
+                        .unwrap_or(current);
+                    let run = (current..=last).map(core).collect::<Vec<_>>().join(" ");
+                    out.push_str(lead);
+                    out.push_str(&apply_case(case_style(&run), pick_other(rng, CITIES, &run)));
+                    out.push_str(split_core(words[last]).2);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What a word after a place's comma is.
+#[derive(Clone, Copy, PartialEq)]
+enum Tail {
+    /// A state name of this many words starts here.
+    State(usize),
+    /// A later word of a state name.
+    Absorbed,
+    /// A country abbreviation, kept.
+    Keep,
+    /// Digits or punctuation: drawn again.
+    Other,
+    /// A word of a town.
+    Town,
 }
 
 fn city_surrogate(original: &str, rng: &mut SeedRng) -> String {
@@ -1199,8 +1335,12 @@ fn org_surrogate(original: &str, rng: &mut SeedRng) -> String {
         return apply_case(style, &format!("{stem} Health"));
     }
     if tail == 0 {
+        // Only facility words ("General Hospital"): the last one stays, never the whole name.
         let stem = apply_case(case_style(original), pick(rng, HOSPITAL_STEMS));
-        return format!("{stem} {}", original.trim_start());
+        let last = word_segs
+            .last()
+            .map_or("", |&s| segs.get(s).map_or("", |seg| seg.0));
+        return format!("{stem} {last}{}", rest_after(n.saturating_sub(1)));
     }
     let keep_the = key(0) == "the" && tail > 1;
     let first = usize::from(keep_the);
@@ -2255,6 +2395,39 @@ mod tests {
         each("STREET_ADDRESS", "12 Elm St NW, Boston, MA", |o| {
             assert!(o.contains(" St NW, ") && o.ends_with(", MA"), "{o}");
         });
+        // A building or business before the house number, and a lower-case town.
+        each(
+            "STREET_ADDRESS",
+            "Bursley Hall rm 2214, 1931 Duffield St, Ann Arbor",
+            |o| {
+                assert!(!o.contains("Bursley") && !o.contains("Arbor"), "{o}");
+                assert!(o.contains(" Hall rm ") && o.contains(" St, "), "{o}");
+            },
+        );
+        each("STREET_ADDRESS", "Jump Zone, 2250 Oak Park Blvd", |o| {
+            assert!(!o.contains("Jump Zone") && o.ends_with(" Blvd"), "{o}");
+        });
+        each(
+            "STREET_ADDRESS",
+            "02428 greene port apt. 413 obrienfort vi",
+            |o| assert!(!o.contains("obrienfort") && o.ends_with(" vi"), "{o}"),
+        );
+    }
+
+    #[test]
+    fn letters_of_any_script_in_a_code_are_drawn_again() {
+        // A span that swallowed a name written in kanji kept it when only ASCII was swapped.
+        each(
+            "ZIP_CODE",
+            "田中花子さんの住所は〒530-0001",
+            |o| {
+                assert!(!o.contains("田中"), "{o}");
+                assert!(o.contains('〒') && o.chars().count() == 19, "{o}");
+            },
+        );
+        each("OTHER_IDENTIFIER", "ÅBØ-4471", |o| {
+            assert!(o.chars().take(3).all(|c| c.is_ascii_uppercase()), "{o}");
+        });
     }
 
     #[test]
@@ -2286,6 +2459,14 @@ mod tests {
             assert!(CITIES.contains(&city));
             assert!(STATES.iter().any(|s| s.0 == st) && st != "MA");
         });
+        each("LOCATION", "Flagstaff, New Mexico 87001, USA", |o| {
+            let (city, rest) = o.split_once(", ").unwrap();
+            assert!(CITIES.contains(&city));
+            let (state, zip) = rest.trim_end_matches(", USA").rsplit_once(' ').unwrap();
+            assert!(STATES.iter().any(|s| s.1 == state) && state != "New Mexico");
+            assert!(zip.len() == 5 && zip.chars().all(|c| c.is_ascii_digit()));
+            assert!(o.ends_with(", USA"));
+        });
         each("STATE", "MA", |o| {
             assert!(STATES.iter().any(|s| s.0 == o));
         });
@@ -2293,6 +2474,29 @@ mod tests {
         each("STATE", "Massachusetts", |o| {
             assert!(STATES.iter().any(|s| s.1 == o));
         });
+    }
+
+    #[test]
+    fn a_town_after_a_places_comma_gets_a_surrogate_too() {
+        // Whole places join a facility and its town: "Cedar Ridge Surgical Center, Flagstaff"
+        // kept "Flagstaff" verbatim under `replace`.
+        for (original, town) in [
+            ("Cedar Ridge Surgical Center, Flagstaff", "Flagstaff"),
+            (
+                "Sagebrush Rural Health Clinic, Winnemucca, NV",
+                "Winnemucca",
+            ),
+            ("Hometown Pharmacy, Port Leyden", "Port Leyden"),
+            ("the queen's clinic, honolulu", "honolulu"),
+        ] {
+            each("LOCATION", original, |o| {
+                assert!(
+                    !o.to_lowercase().contains(&town.to_lowercase()),
+                    "{original} -> {o}"
+                );
+                assert_eq!(o.matches(',').count(), original.matches(',').count(), "{o}");
+            });
+        }
     }
 
     #[test]
@@ -2322,6 +2526,12 @@ mod tests {
             },
         );
         each("ORGANIZATION", "Acme", |o| assert!(o.ends_with(" Health")));
+        each("ORGANIZATION", "General Hospital", |o| {
+            assert!(
+                o.ends_with(" Hospital") && !o.contains("General Hospital"),
+                "{o}"
+            );
+        });
         each("ORGANIZATION", "University of Michigan", |o| {
             assert!(o.starts_with("University of ") && !o.contains("Michigan"));
         });

@@ -22,6 +22,11 @@ pub struct Predicted {
     pub label: String,
     pub class: String,
     pub redacted: bool,
+    /// Where its replacement stands in the output (code points), when the service says: a gold
+    /// value found there is a surrogate that happens to equal it, not a leak, unless this span's
+    /// original held the value.
+    #[serde(default)]
+    pub output: Option<(usize, usize)>,
 }
 
 /// A gold identifier that survived into the output. Carries offsets, never
@@ -258,20 +263,32 @@ fn score_note(
     }
 
     leaks.extend(note_leaks(note, &chars, &gold, &gold_mask, &redacted, out));
-    whole_leaks(&chars, &gold, &gold_mask, &redacted, out)
+    whole_leaks(&chars, &gold, &gold_mask, &redacted, preds, out)
 }
 
 /// Whole gold values of at least 4 characters that survive verbatim in `out`, by class bucket
 /// (a value's first gold span's): occurrences in the output beyond those the original had
-/// outside every gold span and redacted prediction.
+/// outside every gold span and redacted prediction. An occurrence inside a replacement whose
+/// original did not hold the value is a surrogate collision ("Lewis" drawn for another name),
+/// not a leak.
 fn whole_leaks(
     chars: &[char],
     gold: &[Gold],
     gold_mask: &[u32],
     redacted: &[bool],
+    preds: &[Predicted],
     out: &str,
 ) -> [usize; BUCKETS] {
     let out: Vec<char> = out.chars().collect();
+    let collision = |value: &[char], pos: usize| {
+        preds.iter().any(|p| {
+            p.output
+                .is_some_and(|(os, oe)| os <= pos && pos + value.len() <= oe)
+                && chars
+                    .get(p.start..p.end)
+                    .is_none_or(|original| count_bounded(original, value, |_| true) == 0)
+        })
+    };
     let mut values: BTreeMap<&[char], (usize, usize)> = BTreeMap::new();
     for g in gold {
         let value = &chars[g.start..g.end];
@@ -281,7 +298,7 @@ fn whole_leaks(
     }
     let mut by_bucket = [0; BUCKETS];
     for (value, (members, bucket)) in values {
-        let survived = count_bounded(&out, value, |_| true);
+        let survived = count_bounded(&out, value, |pos| !collision(value, pos));
         let expected = count_bounded(chars, value, |pos| {
             (pos..pos + value.len()).all(|i| gold_mask[i] == 0 && !redacted[i])
         });
@@ -618,6 +635,7 @@ mod tests {
             label: label.to_string(),
             class: class_for_label(label).unwrap_or("?").to_string(),
             redacted,
+            output: None,
         }
     }
 
@@ -785,6 +803,54 @@ mod tests {
             r.table()
                 .contains("whole-identifier leaks (4+ chars, verbatim): 1 (H_MEDICAL_RECORD 1)")
         );
+    }
+
+    #[test]
+    fn a_surrogate_equal_to_another_value_is_no_leak_but_a_kept_original_is() {
+        let text = "Seen by Ann Lee with Tom Lewis.";
+        let spans = || {
+            vec![
+                gold(text, "Ann Lee", "NAME"),
+                gold(text, "Tom Lewis", "NAME"),
+            ]
+        };
+        let (a, b) = cp(text, "Ann Lee");
+        let (c, d) = cp(text, "Tom Lewis");
+        let replaced = |first: (usize, usize), second: (usize, usize)| {
+            vec![
+                Predicted {
+                    output: Some(first),
+                    ..pred(a, b, "NAME", true)
+                },
+                Predicted {
+                    output: Some(second),
+                    ..pred(c, d, "NAME", true)
+                },
+            ]
+        };
+        // "Ann Lee" drawn as the surrogate for "Tom Lewis": a collision.
+        let out = "Seen by Tom Lewis with Ann Lee.";
+        let r = evaluate(
+            &[note("s1", text, spans())],
+            &[(
+                replaced(cp(out, "Tom Lewis"), cp(out, "Ann Lee")),
+                out.to_string(),
+            )],
+        );
+        assert_eq!(
+            r.whole_leaks, 0,
+            "both values sit in the other's replacement"
+        );
+        // A replacement that kept its own original ("Tom Lewis" inside "Dr Tom Lewis Jr") leaks.
+        let out = "Seen by Bo Ek with Dr Tom Lewis Jr.";
+        let r = evaluate(
+            &[note("s2", text, spans())],
+            &[(
+                replaced(cp(out, "Bo Ek"), cp(out, "Dr Tom Lewis Jr")),
+                out.to_string(),
+            )],
+        );
+        assert_eq!(r.whole_leaks, 1);
     }
 
     #[test]

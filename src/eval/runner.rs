@@ -91,6 +91,7 @@ pub async fn predict(
                 label: e.canonical_label.to_string(),
                 class: e.hipaa_class.to_string(),
                 redacted: e.action != Applied::Keep,
+                output: (e.action != Applied::Keep).then_some((e.output_start, e.output_end)),
             })
             .collect();
         outputs[i] = Some((predicted, done.text));

@@ -300,6 +300,7 @@ impl Pipeline {
                     join_names,
                     propagate,
                     whole_places,
+                    speakers,
                     findings_obey_threshold,
                 },
                 Payload::Spans(spans),
@@ -313,6 +314,7 @@ impl Pipeline {
                     join_names: *join_names,
                     propagate: *propagate,
                     whole_places: *whole_places,
+                    speakers: *speakers,
                     min_finding_score: if *findings_obey_threshold {
                         opts.confidence_threshold
                     } else {

@@ -65,6 +65,9 @@ pub enum StageSpec {
         /// A place of care and its town or campus are one place.
         #[serde(default)]
         whole_places: bool,
+        /// Labels that open lines of a conversation are people.
+        #[serde(default)]
+        speakers: bool,
         /// Recognizer findings under the request's confidence threshold are dropped
         /// (extraction); by default validators alone decide (de-identification).
         #[serde(default)]

@@ -12,6 +12,7 @@ pub mod places;
 pub mod recognize;
 pub mod sentence;
 pub mod span;
+pub mod speakers;
 pub mod structure;
 pub mod text;
 pub mod tokens;

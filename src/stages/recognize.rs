@@ -21,6 +21,7 @@
 
 use super::places;
 use super::span::{Source, Span, Spans};
+use super::speakers;
 use super::structure;
 use crate::deid::{Finding, Recognizers, canonical_label};
 
@@ -33,6 +34,8 @@ pub struct RecognizeParams {
     pub propagate: bool,
     /// A place of care and its town or campus are one place ([`places`]).
     pub whole_places: bool,
+    /// Labels that open lines of a conversation are people ([`speakers`]).
+    pub speakers: bool,
     /// Findings scored below this are ignored.
     pub min_finding_score: f32,
 }
@@ -43,7 +46,13 @@ pub fn recognize(
     known: &Terms,
     p: RecognizeParams,
 ) -> Spans {
-    if !(p.smart_merging || p.safety_sweep || p.join_names || p.propagate || p.whole_places) {
+    if !(p.smart_merging
+        || p.safety_sweep
+        || p.join_names
+        || p.propagate
+        || p.whole_places
+        || p.speakers)
+    {
         return spans;
     }
     let text = spans.original.clone();
@@ -95,6 +104,10 @@ pub fn recognize(
     if p.join_names {
         let members = structure::name_lists(&text, &v);
         v = with_added(v, members);
+    }
+    if p.speakers {
+        let found = speakers::chat_speakers(&text, |label| recognizers.is_common_phrase(label));
+        v = with_added(v, found);
     }
     if p.propagate {
         let found = propagate(&text, &v, known);
@@ -502,6 +515,7 @@ mod tests {
         join_names: false,
         propagate: false,
         whole_places: false,
+        speakers: false,
         min_finding_score: 0.0,
     };
     const MERGE: RecognizeParams = RecognizeParams {
@@ -637,6 +651,7 @@ mod tests {
             join_names: true,
             propagate: true,
             whole_places: true,
+            speakers: true,
             min_finding_score: 0.0,
         };
         for p in [SWEEP, MERGE, all] {

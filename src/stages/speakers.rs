@@ -1,0 +1,150 @@
+//! Chat and transcript speakers, found by the recognize stage when the pipeline asks
+//! (`speakers`): in a text where at least two labels each open two or more lines ("Guga: sim!!",
+//! "hope: omg", "[9:15] Maya Patel: ok"), every such label is a person, listed in a gazetteer
+//! or not. Form fields ("Subject:", "Mother:") and section headings are ordinary words, and
+//! clinical abbreviations ("HPI:", "dx:") are no names, so neither ever counts.
+
+use std::collections::HashMap;
+
+use super::span::Span;
+
+/// Short labels that open lines in notes and e-mails without naming anyone.
+const NOT_SPEAKERS: &[&str] = &[
+    "pt", "hx", "dx", "rx", "tx", "sx", "fx", "cc", "bcc", "hpi", "ros", "pmh", "psh", "fh", "sh",
+    "gi", "gu", "ent", "cv", "bp", "hr", "rr", "ap", "imp", "re", "fw", "fwd", "ps", "nb", "ok",
+    "ext", "tel", "fax", "mob", "ph", "attn", "dob", "mrn", "ssn", "eta", "fyi", "tldr", "edit",
+    "update", "upd",
+];
+
+/// Longest label word, in characters.
+const MAX_WORD: usize = 20;
+
+/// Speaker labels of `text` as NAME spans (byte offsets, sorted). `ordinary(label)` says a
+/// label is an ordinary word or phrase (a field or a heading, not a person).
+pub fn chat_speakers(text: &str, ordinary: impl Fn(&str) -> bool) -> Vec<Span> {
+    let mut labels: Vec<(usize, usize)> = Vec::new();
+    let mut start = 0;
+    for line in text.split_inclusive('\n') {
+        if let Some((s, e)) = label_of(line) {
+            labels.push((start + s, start + e));
+        }
+        start += line.len();
+    }
+    let key = |&(s, e): &(usize, usize)| text[s..e].to_lowercase();
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for l in &labels {
+        *counts.entry(key(l)).or_default() += 1;
+    }
+    counts.retain(|label, _| !is_not_speaker(label, &ordinary));
+    if counts.values().filter(|&&n| n >= 2).count() < 2 {
+        return Vec::new();
+    }
+    labels
+        .into_iter()
+        .filter(|l| counts.contains_key(&key(l)))
+        .map(|(s, e)| Span::pattern(s, e, "NAME", 0.7, "speaker"))
+        .collect()
+}
+
+fn is_not_speaker(label: &str, ordinary: &impl Fn(&str) -> bool) -> bool {
+    NOT_SPEAKERS.contains(&label) || ordinary(label)
+}
+
+/// The label opening `line` (byte range within it): after indentation, a bullet, a quote mark
+/// and a `[timestamp]` or `12/03/24, 21:15 - ` prefix, one or two words of letters, then ':'
+/// and text. Words in capitals of four letters or fewer are abbreviations ("CV:", "PMH:").
+fn label_of(line: &str) -> Option<(usize, usize)> {
+    let body = line.trim_start_matches([' ', '\t', '>', '-', '*', '•']);
+    let mut at = line.len() - body.len();
+    let rest = &line[at..];
+    if let Some(stripped) = rest.strip_prefix('[') {
+        let close = stripped.find(']').filter(|&c| c <= 40)?;
+        at += 1 + close + 1;
+    } else if rest.starts_with(|c: char| c.is_ascii_digit())
+        && let Some(dash) = rest.find(" - ").filter(|&d| d <= 30)
+        && rest[..dash]
+            .chars()
+            .all(|c| c.is_ascii_digit() || " /.,:APMapm".contains(c))
+    {
+        at += dash + 3;
+    }
+    at += line[at..].len() - line[at..].trim_start_matches([' ', '\t']).len();
+    let label_start = at;
+    let mut words = 0;
+    let label_end = loop {
+        at += word_at(&line[at..])?;
+        words += 1;
+        let next = &line[at..];
+        if next.starts_with(':') {
+            break at;
+        }
+        if words == 2 || !next.starts_with(' ') {
+            return None;
+        }
+        at += 1;
+    };
+    let after = &line[label_end + 1..];
+    if !after.starts_with([' ', '\t']) || after.trim().is_empty() {
+        return None;
+    }
+    let label = &line[label_start..label_end];
+    let abbreviation = label.split(' ').any(|w| {
+        w.chars().count() <= 4 && w.chars().all(|c| c.is_uppercase() || !c.is_alphabetic())
+    });
+    (!abbreviation).then_some((label_start, label_end))
+}
+
+/// Length of the word opening `s`: a letter, then letters and inner `'’.-`, two to
+/// [`MAX_WORD`] characters, not ending in punctuation.
+fn word_at(s: &str) -> Option<usize> {
+    let mut chars = s.char_indices();
+    let (_, first) = chars.next()?;
+    if !first.is_alphabetic() {
+        return None;
+    }
+    let end = chars
+        .find(|&(_, c)| !(c.is_alphabetic() || "'’.-".contains(c)))
+        .map_or(s.len(), |(i, _)| i);
+    let word = &s[..end];
+    let n = word.chars().count();
+    let last = word.chars().last()?;
+    ((2..=MAX_WORD).contains(&n) && last.is_alphabetic()).then_some(end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(text: &str) -> Vec<&str> {
+        let ordinary = |w: &str| ["subject", "from", "plan", "mother", "note"].contains(&w);
+        chat_speakers(text, ordinary)
+            .iter()
+            .map(|s| &text[s.start..s.end])
+            .collect()
+    }
+
+    #[test]
+    fn labels_that_come_back_are_speakers_listed_or_not() {
+        let chat = "Bia: gente o churrasco?\nGuga: sim!! rua Harmonia 312\nBia: levo o que?\n\
+                    Guga: cerveja\nDani: pix?\n";
+        assert_eq!(found(chat), ["Bia", "Guga", "Bia", "Guga", "Dani"]);
+        let lower = "hope: omg\nDrew: left 10 min ago\nhope: keys?\nDrew: lol\n";
+        assert_eq!(found(lower), ["hope", "Drew", "hope", "Drew"]);
+        let stamped = "[9:15] Maya Patel: hi\n[9:16] Tom: hey\n[9:17] Maya Patel: ok\n\
+                       12/03/24, 21:15 - Tom: bye\n";
+        assert_eq!(found(stamped), ["Maya Patel", "Tom", "Maya Patel", "Tom"]);
+    }
+
+    #[test]
+    fn fields_headings_and_single_mentions_are_not() {
+        // One recurring label is not a conversation.
+        assert!(found("Marcus: I told you\nJo: ok\nMarcus: fine\n").is_empty());
+        // Fields and headings repeat in forms and notes.
+        let note = "Plan: rest\nCV: RRR\nPlan: fluids\nCV: no murmur\nHPI: cough\nHPI: fever\n";
+        assert!(found(note).is_empty());
+        let mail = "From: a\nSubject: b\nFrom: c\nSubject: d\n";
+        assert!(found(mail).is_empty());
+        // A time and a URL are not labels; a label needs text after it.
+        assert!(found("Call at 10:30: ok\nhttps://x.org\nAna:\nAna:\nLeo:\nLeo:\n").is_empty());
+    }
+}
