@@ -119,6 +119,9 @@ pub fn recognize(
         }
         v = coalesce(v);
     }
+    if p.smart_merging {
+        structure::whole_codes(&text, &mut v);
+    }
     structure::drop_business_names(&text, &mut v);
     structure::label_countries(&text, &mut v);
     let towns = structure::towns_before_countries(&text, &v);

@@ -499,6 +499,65 @@ const LEGAL_FORMS: &[&str] = &[
     "Holdings",
 ];
 
+/// Classes whose values are codes: a number found inside one is part of the code.
+const CODE_CLASSES: &[&str] = &[
+    "G_SSN",
+    "H_MEDICAL_RECORD",
+    "I_HEALTH_PLAN",
+    "J_ACCOUNT",
+    "K_CERTIFICATE_LICENSE",
+    "L_VEHICLE",
+    "M_DEVICE",
+    "R_OTHER_UNIQUE_ID",
+];
+
+/// An identifier that holds a digit takes the rest of its token: the number a pattern found
+/// inside "MC23-1004471" or "HUM-SNF-23-991274" is one code with the letters and dashes glued
+/// to it, which would otherwise stand unmasked. A dash, slash, dot or underscore joins only
+/// between letters or digits, so a sentence's full stop stays, and not before a part with a
+/// lower-case letter ("CHA2DS2-VASc" is a score's name). `v` is sorted and disjoint and stays so.
+pub fn whole_codes(text: &str, v: &mut [Span]) {
+    let glue = |c: char| matches!(c, '-' | '_' | '/' | '.');
+    for i in 0..v.len() {
+        let s = &v[i];
+        if !CODE_CLASSES.contains(&canonical_label(&s.label).hipaa_class)
+            || !text[s.start..s.end].bytes().any(|b| b.is_ascii_digit())
+        {
+            continue;
+        }
+        let floor = if i == 0 { 0 } else { v[i - 1].end };
+        let ceiling = v.get(i + 1).map_or(text.len(), |n| n.start);
+        let mut start = s.start;
+        let before = &text[floor..start];
+        let mut chars = before.char_indices().rev().peekable();
+        while let Some((j, c)) = chars.next() {
+            let joins = c.is_alphanumeric()
+                || (glue(c) && chars.peek().is_some_and(|&(_, p)| p.is_alphanumeric()));
+            if !joins {
+                break;
+            }
+            start = floor + j;
+        }
+        let mut end = s.end;
+        let after = &text[end..ceiling];
+        for (j, c) in after.char_indices() {
+            let joins = c.is_alphanumeric() || {
+                let next: String = after[j + c.len_utf8()..]
+                    .chars()
+                    .take_while(|n| n.is_alphanumeric())
+                    .collect();
+                glue(c) && !next.is_empty() && !next.chars().any(char::is_lowercase)
+            };
+            if !joins {
+                break;
+            }
+            end += c.len_utf8();
+        }
+        v[i].start = start;
+        v[i].end = end;
+    }
+}
+
 /// Whether the name at `end` is a business's: a legal form follows it ("Co." only as
 /// "Co.Ltd." or "Co., Ltd.": "Orange Co." alone may be a county).
 fn business_after(text: &str, end: usize) -> bool {
@@ -833,6 +892,35 @@ mod tests {
         v.iter()
             .map(|s| (text[s.start..s.end].to_string(), s.label.clone()))
             .collect()
+    }
+
+    #[test]
+    fn a_number_inside_a_code_takes_the_whole_code() {
+        let t = "Claims MC23-1004471, auth HUM-SNF-23-991274. MRN 0412345/67. Ref 88123. \
+                 CHA2DS2-VASc 4477123-VASc";
+        let mut v = vec![
+            span(t, "1004471", "OTHER_IDENTIFIER"),
+            span(t, "F-23-991274", "DEVICE_ID"),
+            span(t, "0412345", "MEDICAL_RECORD_NUMBER"),
+            span(t, "88123", "OTHER_IDENTIFIER"),
+            span(t, "4477123", "ACCOUNT_NUMBER"),
+        ];
+        whole_codes(t, &mut v);
+        assert_eq!(
+            texts(t, &v),
+            [
+                "MC23-1004471",
+                "HUM-SNF-23-991274",
+                "0412345/67",
+                "88123",
+                "4477123"
+            ]
+        );
+        // Names and places are no codes.
+        let t = "Seen at Ward7-NORTH";
+        let mut v = vec![span(t, "Ward7", "LOCATION")];
+        whole_codes(t, &mut v);
+        assert_eq!(texts(t, &v), ["Ward7"]);
     }
 
     #[test]
