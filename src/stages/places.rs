@@ -19,12 +19,24 @@ const CARE_MODIFIERS: &[&str] = &["downtown", "main", "satellite", "outpatient"]
 /// Widens the places of `v` (sorted, disjoint) in place; it stays sorted and disjoint.
 pub fn whole_places(text: &str, v: &mut Vec<Span>) {
     for i in 0..v.len() {
-        if is_place(&v[i]) || is_organization(&v[i]) {
+        let name = canonical_label(&v[i].label).hipaa_class == "A_NAMES";
+        if name {
+            let ceiling = v.get(i + 1).map_or(text.len(), |n| n.start);
+            if let Some(len) = head_after(&text[v[i].end..ceiling]) {
+                v[i].end += len;
+                v[i].label = "LOCATION".into();
+            }
+        } else if is_place(&v[i]) || is_organization(&v[i]) {
             let ceiling = v.get(i + 1).map_or(text.len(), |n| n.start);
             let rest = &text[v[i].end..ceiling];
             if let Some(len) = care_word_after(rest) {
                 v[i].end += len;
                 v[i].label = "LOCATION".into();
+            } else if let Some(len) = head_after(rest) {
+                v[i].end += len;
+                if !is_organization(&v[i]) {
+                    v[i].label = "LOCATION".into();
+                }
             } else if is_organization(&v[i])
                 && let Some(len) = campus_after(rest)
             {
@@ -79,6 +91,46 @@ fn care_word_after(rest: &str) -> Option<usize> {
     };
     word(&mut after, CARE_MODIFIERS);
     word(&mut after, CARE_WORDS).then_some(len)
+}
+
+/// Capitalized words that end the name of an organization or a building: a town or a name
+/// found before them ("Lincoln Heights" Elementary, "Glenvale Gardens" Aged Care, "Thames
+/// Valley" Heating Ltd) is the first part of that name.
+#[rustfmt::skip]
+const HEADS: &[&str] = &[
+    "Elementary", "School", "Academy", "College", "University", "Hall", "Group", "Estates",
+    "Care", "Bank", "Venue", "Ltd", "Limited", "Inc", "LLC", "PLLC", "Properties", "Office",
+    "Hotel", "Inn", "Church", "Chapel", "Centre", "Center", "Clinic", "Hospital", "Pharmacy",
+    "Club", "Works", "Realty", "Restaurant", "Cafe", "Café", "Pub", "Motel", "Lodge", "Library",
+    "Museum", "Surgery", "Practice", "Associates", "Partners", "Foundation", "Trust",
+    "Apartments", "Manor", "Towers", "Plaza", "Mall", "Market", "Garage", "Salon", "Studio",
+    "Studios", "Gym", "Logistics", "Communications", "Consulting", "Services", "Solutions",
+    "Construction", "Roofing", "Plumbing", "Heating", "Electric", "Motors", "Farm", "Farms",
+];
+
+/// Length of " Elementary", " Aged Care", " Heating Ltd", " Middle School" at the start of
+/// `rest`: one to three capitalized words ("&", "and", "of" between), the last one a head.
+fn head_after(rest: &str) -> Option<usize> {
+    let mut end = 0;
+    let mut found = None;
+    for _ in 0..4 {
+        let Some(after) = rest[end..].strip_prefix(' ') else {
+            break;
+        };
+        let word_len = after
+            .find(|c: char| !(c.is_alphanumeric() || matches!(c, '&' | '\'' | '’' | '.')))
+            .unwrap_or(after.len());
+        let word = after[..word_len].trim_end_matches('.');
+        let joiner = matches!(word, "&" | "and" | "of");
+        if !(joiner || word.starts_with(char::is_uppercase)) {
+            break;
+        }
+        end += 1 + word_len;
+        if HEADS.contains(&word) {
+            found = Some(end - (word_len - word.len()));
+        }
+    }
+    found
 }
 
 /// Words after a dash that name a note's title, a person or a unit inside the facility, not a
@@ -156,6 +208,48 @@ mod tests {
         let w = widened(text, spans);
         assert_eq!(w.len(), 1, "{w:?}");
         w[0].0.clone()
+    }
+
+    #[test]
+    fn a_town_or_a_name_before_an_organizations_head_word_is_its_name() {
+        let w = widened(
+            "at Lincoln Heights Elementary at 7:45",
+            &[("Lincoln Heights", "CITY")],
+        );
+        assert_eq!(
+            w,
+            [("Lincoln Heights Elementary".into(), "LOCATION".into())]
+        );
+        assert_eq!(
+            one(
+                "lives at Glenvale Gardens Aged Care, said",
+                &[("Glenvale", "CITY")]
+            ),
+            "Glenvale Gardens Aged Care"
+        );
+        assert_eq!(
+            one(
+                "from Thames Valley Heating Ltd, will",
+                &[("Thames Valley", "LOCATION")]
+            ),
+            "Thames Valley Heating Ltd"
+        );
+        assert_eq!(
+            one(
+                "taught at Lester Park Elementary for",
+                &[("Lester Park", "NAME")]
+            ),
+            "Lester Park Elementary"
+        );
+        // No head word: nothing taken ("Boston Marathon", "Ann Smith Said").
+        assert_eq!(
+            one("ran the Boston Marathon twice", &[("Boston", "CITY")]),
+            "Boston"
+        );
+        assert_eq!(
+            one("and Ann Smith Said no", &[("Ann Smith", "NAME")]),
+            "Ann Smith"
+        );
     }
 
     #[test]
