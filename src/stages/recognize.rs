@@ -72,6 +72,7 @@ pub fn recognize(
     let mut v = std::mem::take(&mut spans.spans);
     v.sort_by_key(|s| (s.start, s.end));
     drop_ordinary_word_names(&text, &mut v, recognizers);
+
     v.retain(|s| !(s.source == Source::Model && is_age_and_sex(&text[s.start..s.end])));
     // Disjoint and sorted from here on, so the spans a finding overlaps are one run.
     v = coalesce(v);
@@ -130,8 +131,65 @@ pub fn recognize(
     if p.whole_places {
         places::whole_places(&text, &mut v);
     }
+    drop_greetings(&text, &mut v);
     spans.spans = v;
     spans
+}
+
+/// Greetings and e-mail field labels in the languages the model reads, which it takes for
+/// names or towns at the start of a message ("Hola Javier:", "Assunto: …", "Hiya, it's Karen").
+const GREETINGS_AND_FIELDS: &[&str] = &[
+    "hi",
+    "hiya",
+    "hey",
+    "hello",
+    "hola",
+    "buenas",
+    "bonjour",
+    "bonsoir",
+    "salut",
+    "coucou",
+    "hallo",
+    "moin",
+    "servus",
+    "ciao",
+    "salve",
+    "olá",
+    "oi",
+    "namaste",
+    "yo",
+    "asunto",
+    "assunto",
+    "betreff",
+    "oggetto",
+    "sujet",
+    "objet",
+    "konu",
+    "onderwerp",
+    "temat",
+    "aw",
+    "rv",
+];
+
+/// Drops spans that are a greeting or a field label, and takes a greeting off the front of a
+/// name ("Hi Grant").
+fn drop_greetings(text: &str, v: &mut Vec<Span>) {
+    v.retain(|s| !is_greeting_or_field(&text[s.start..s.end]));
+    for s in v.iter_mut().filter(|s| is_name(s)) {
+        if let Some((first, rest)) = text[s.start..s.end].split_once(' ')
+            && is_greeting_or_field(first)
+            && !rest.trim().is_empty()
+        {
+            s.start += first.len() + 1 + (rest.len() - rest.trim_start().len());
+        }
+    }
+}
+
+fn is_greeting_or_field(s: &str) -> bool {
+    let word = s.trim().trim_end_matches([',', ':', '!']);
+    GREETINGS_AND_FIELDS
+        .iter()
+        .any(|g| g.eq_ignore_ascii_case(word) || word.to_lowercase() == *g)
 }
 
 /// Drops the model's one-word names that are ordinary words ([`Recognizers::is_ordinary_word`])
@@ -586,6 +644,21 @@ mod tests {
         let got = run_with(&table, t, vec![], SWEEP);
         let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
         assert_eq!(texts, ["Provider Smith"]);
+    }
+
+    #[test]
+    fn greetings_and_field_labels_are_no_names_or_towns() {
+        let t = "Hi Grant, thanks. Hola, soy Ana. Assunto: aluguel";
+        let at = |w: &str, label: &str| Span::model_at(t, w, label);
+        let spans = vec![
+            at("Hi Grant", "GIVEN_NAME"),
+            at("Hola", "CITY"),
+            at("Ana", "GIVEN_NAME"),
+            at("Assunto", "NAME"),
+        ];
+        let got = run(t, spans, SWEEP);
+        let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
+        assert_eq!(texts, ["Grant", "Ana"]);
     }
 
     #[test]
