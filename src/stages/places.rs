@@ -106,6 +106,7 @@ const HEADS: &[&str] = &[
     "Apartments", "Manor", "Towers", "Plaza", "Mall", "Market", "Garage", "Salon", "Studio",
     "Studios", "Gym", "Logistics", "Communications", "Consulting", "Services", "Solutions",
     "Construction", "Roofing", "Plumbing", "Heating", "Electric", "Motors", "Farm", "Farms",
+    "House",
 ];
 
 /// Length of " Elementary", " Aged Care", " Heating Ltd", " Middle School" at the start of
