@@ -22,7 +22,7 @@ pub fn whole_places(text: &str, v: &mut Vec<Span>) {
         let name = canonical_label(&v[i].label).hipaa_class == "A_NAMES";
         if name {
             let ceiling = v.get(i + 1).map_or(text.len(), |n| n.start);
-            if let Some(len) = head_after(&text[v[i].end..ceiling]) {
+            if let Some(len) = head_after(&text[v[i].end..ceiling], &[PLACE_HEADS]) {
                 v[i].end += len;
                 v[i].label = "LOCATION".into();
             }
@@ -32,7 +32,7 @@ pub fn whole_places(text: &str, v: &mut Vec<Span>) {
             if let Some(len) = care_word_after(rest) {
                 v[i].end += len;
                 v[i].label = "LOCATION".into();
-            } else if let Some(len) = head_after(rest) {
+            } else if let Some(len) = head_after(rest, &[PLACE_HEADS, BUSINESS_HEADS]) {
                 v[i].end += len;
                 if !is_organization(&v[i]) {
                     v[i].label = "LOCATION".into();
@@ -93,25 +93,32 @@ fn care_word_after(rest: &str) -> Option<usize> {
     word(&mut after, CARE_WORDS).then_some(len)
 }
 
-/// Capitalized words that end the name of an organization or a building: a town or a name
-/// found before them ("Lincoln Heights" Elementary, "Glenvale Gardens" Aged Care, "Thames
-/// Valley" Heating Ltd) is the first part of that name.
+/// Capitalized words that end the name of a place or a building: a town or a name found before
+/// them ("Lincoln Heights" Elementary, "Glenvale Gardens" Aged Care, "Lester Park" Elementary)
+/// is the first part of that name.
 #[rustfmt::skip]
-const HEADS: &[&str] = &[
-    "Elementary", "School", "Academy", "College", "University", "Hall", "Group", "Estates",
-    "Care", "Bank", "Venue", "Ltd", "Limited", "Inc", "LLC", "PLLC", "Properties", "Office",
-    "Hotel", "Inn", "Church", "Chapel", "Centre", "Center", "Clinic", "Hospital", "Pharmacy",
-    "Club", "Works", "Realty", "Restaurant", "Cafe", "Café", "Pub", "Motel", "Lodge", "Library",
-    "Museum", "Surgery", "Practice", "Associates", "Partners", "Foundation", "Trust",
-    "Apartments", "Manor", "Towers", "Plaza", "Mall", "Market", "Garage", "Salon", "Studio",
-    "Studios", "Gym", "Logistics", "Communications", "Consulting", "Services", "Solutions",
-    "Construction", "Roofing", "Plumbing", "Heating", "Electric", "Motors", "Farm", "Farms",
-    "House",
+const PLACE_HEADS: &[&str] = &[
+    "Elementary", "School", "Academy", "College", "University", "Hall", "Estates", "Care",
+    "Venue", "Office", "Hotel", "Inn", "Church", "Chapel", "Centre", "Center", "Clinic",
+    "Hospital", "Pharmacy", "Club", "Works", "Restaurant", "Cafe", "Café", "Pub", "Motel",
+    "Lodge", "Library", "Museum", "Surgery", "Practice", "Apartments", "Manor", "Towers", "Plaza",
+    "Mall", "Market", "Garage", "Salon", "Studio", "Studios", "Gym", "Farm", "Farms", "House",
+];
+
+/// Words that end a business's name. A town before them is the business's name ("Thames
+/// Valley" Heating Ltd); a person's name before them stays a name, as a firm named for its
+/// founder is often no place at all.
+#[rustfmt::skip]
+const BUSINESS_HEADS: &[&str] = &[
+    "Group", "Bank", "Ltd", "Limited", "Inc", "LLC", "PLLC", "Properties", "Realty",
+    "Associates", "Partners", "Foundation", "Trust", "Logistics", "Communications", "Consulting",
+    "Services", "Solutions", "Construction", "Roofing", "Plumbing", "Heating", "Electric",
+    "Motors",
 ];
 
 /// Length of " Elementary", " Aged Care", " Heating Ltd", " Middle School" at the start of
 /// `rest`: one to three capitalized words ("&", "and", "of" between), the last one a head.
-fn head_after(rest: &str) -> Option<usize> {
+fn head_after(rest: &str, heads: &[&[&str]]) -> Option<usize> {
     let mut end = 0;
     let mut found = None;
     for _ in 0..4 {
@@ -127,7 +134,7 @@ fn head_after(rest: &str) -> Option<usize> {
             break;
         }
         end += 1 + word_len;
-        if HEADS.contains(&word) {
+        if heads.iter().any(|h| h.contains(&word)) {
             found = Some(end - (word_len - word.len()));
         }
     }

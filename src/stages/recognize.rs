@@ -647,6 +647,21 @@ mod tests {
     }
 
     #[test]
+    fn speakers_of_a_chat_are_names_even_when_they_are_words() {
+        let table = Recognizers::builtin_with_stand_in_gazetteers();
+        // "Hope" is an English word and a given name; "Assessment" only a word.
+        let t = "Emeka: guys owambe on saturday\nHope: where?\nEmeka: Eko Hotel\n\
+                 Assessment: dance\nHope: ok\nAssessment: eat\n";
+        let p = RecognizeParams {
+            speakers: true,
+            ..NONE
+        };
+        let got = run_with(&table, t, vec![], p);
+        let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
+        assert_eq!(texts, ["Emeka", "Hope", "Emeka", "Hope"]);
+    }
+
+    #[test]
     fn greetings_and_field_labels_are_no_names_or_towns() {
         let t = "Hi Grant, thanks. Hola, soy Ana. Assunto: aluguel";
         let at = |w: &str, label: &str| Span::model_at(t, w, label);

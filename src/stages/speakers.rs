@@ -20,7 +20,8 @@ const NOT_SPEAKERS: &[&str] = &[
 const MAX_WORD: usize = 20;
 
 /// Speaker labels of `text` as NAME spans (byte offsets, sorted). `ordinary(label)` says a
-/// label is an ordinary word or phrase (a field or a heading, not a person).
+/// label is an ordinary word or phrase and no given name (a field or a heading, not a person:
+/// "Plan" is, "Hope" is not).
 pub fn chat_speakers(text: &str, ordinary: impl Fn(&str) -> bool) -> Vec<Span> {
     let mut labels: Vec<(usize, usize)> = Vec::new();
     let mut start = 0;
