@@ -47,6 +47,108 @@ pub fn whole_places(text: &str, v: &mut Vec<Span>) {
     join_places_with_towns(text, v);
 }
 
+/// Places named in a text written all in lower case, as dictations are transcribed ("seen at
+/// south shore hospital", "a senior at grand haven high school", "parishioner at st. coleman
+/// church"): one to three words before a place word, none of them a function word or a generic
+/// modifier ("the community hospital", "an outside hospital" name no place). Texts with
+/// capitals are left to the recognizers, which see the capitals.
+pub fn lower_case_places(text: &str) -> Vec<Span> {
+    let (mut letters, mut upper) = (0usize, 0usize);
+    for c in text.chars().filter(|c| c.is_alphabetic()) {
+        letters += 1;
+        upper += usize::from(c.is_uppercase());
+    }
+    if letters < 40 || upper * 50 > letters {
+        return Vec::new();
+    }
+    let words: Vec<(usize, &str)> = text
+        .split_inclusive(|c: char| c.is_whitespace())
+        .scan(0usize, |at, w| {
+            let start = *at;
+            *at += w.len();
+            Some((start, w.trim_end()))
+        })
+        .filter(|(_, w)| !w.is_empty())
+        .collect();
+    let core = |w: &str| {
+        w.trim_matches(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
+            .to_string()
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let Some(head_len) = LOWER_HEADS.iter().find_map(|h| {
+            let n = h.split(' ').count();
+            let joined: Vec<String> = words.get(i..i + n)?.iter().map(|(_, w)| core(w)).collect();
+            // Only the last word of the head may carry punctuation after it.
+            let clean = words[i..i + n - 1]
+                .iter()
+                .all(|(_, w)| w.chars().all(|c| c.is_alphabetic() || c == '.'));
+            (clean && joined.join(" ") == *h).then_some(n)
+        }) else {
+            i += 1;
+            continue;
+        };
+        let mut first = i;
+        while first > 0 && i - first < 3 {
+            let (_, w) = words[first - 1];
+            let c = core(w);
+            let glued = w.ends_with(|ch: char| matches!(ch, ',' | ';' | ':' | '(' | ')'));
+            if glued
+                || c.is_empty()
+                || !c.chars().all(|ch| ch.is_alphabetic() || ch == '.')
+                || NOT_PLACE_WORDS.contains(&c.as_str())
+            {
+                break;
+            }
+            first -= 1;
+        }
+        if first < i {
+            let start = words[first].0;
+            let (last_at, last) = words[i + head_len - 1];
+            let end = last_at + last.trim_end_matches(|c: char| !c.is_alphanumeric()).len();
+            out.push(Span::pattern(
+                start,
+                end,
+                "LOCATION",
+                0.7,
+                "lower_case_place",
+            ));
+        }
+        i += head_len;
+    }
+    out
+}
+
+/// Place words of lower-case dictation, with the modifiers that belong to a name ("north
+/// ottawa community hospital"); longer first.
+#[rustfmt::skip]
+const LOWER_HEADS: &[&str] = &[
+    "community hospital", "memorial hospital", "general hospital", "regional medical center",
+    "medical center", "health center", "high school", "middle school", "elementary school",
+    "state university", "hospital", "university", "college", "church", "healthcare", "casino",
+    "academy", "elementary",
+];
+
+/// Words that end the walk back from a place word: function words, generic modifiers and
+/// verbs that come before a place ("went to the local hospital").
+#[rustfmt::skip]
+const NOT_PLACE_WORDS: &[&str] = &[
+    "the", "a", "an", "to", "at", "in", "on", "of", "for", "from", "by", "with", "and", "or",
+    "his", "her", "their", "our", "my", "your", "its", "this", "that", "these", "those", "local",
+    "outside", "outlying", "nearby", "same", "other", "another", "previous", "prior", "current",
+    "new", "old", "former", "referring", "receiving", "tertiary", "academic", "county", "state",
+    "city", "community", "regional", "general", "teaching", "private", "public", "rural", "urban",
+    "va", "psychiatric", "mental", "rehab", "children's", "women's", "veterans", "was", "were",
+    "is", "be", "been", "went", "go", "goes", "admitted", "transferred", "seen", "discharged",
+    "sent", "taken", "brought", "returned", "called", "attends", "attended", "works", "worked",
+    "taught", "teaches", "visit", "visited", "high", "middle", "senior", "junior", "nursing",
+    "medical", "home", "care", "critical", "access", "small", "large", "big", "catholic",
+    "christian", "baptist", "methodist", "lutheran", "episcopal", "jewish", "presbyterian",
+    "any", "no", "which", "what", "nearest", "closest", "area", "district", "hospital",
+    "university", "college", "school", "church", "clinic", "near", "via", "per", "dr.", "dr",
+];
+
 /// "St. Joseph's Health in Detroit", "Bayou City Dialysis - Pasadena": a place of care, " in ",
 /// ", ", " at " or a dash, and a town.
 fn join_places_with_towns(text: &str, v: &mut Vec<Span>) {
@@ -216,6 +318,30 @@ mod tests {
         let w = widened(text, spans);
         assert_eq!(w.len(), 1, "{w:?}");
         w[0].0.clone()
+    }
+
+    #[test]
+    fn places_of_a_lower_case_dictation() {
+        let t = "tetanus given at south shore hospital. she is a senior at grand haven high \
+                 school, went to north ottawa community hospital urgent care, then to the \
+                 community hospital and an outside hospital. parishioner at st. coleman church.";
+        let found: Vec<&str> = lower_case_places(t)
+            .iter()
+            .map(|s| &t[s.start..s.end])
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "south shore hospital",
+                "grand haven high school",
+                "north ottawa community hospital",
+                "st. coleman church"
+            ]
+        );
+        // A text with capitals is the recognizers' to read.
+        let t = "Seen at South Shore hospital. Then went to north ottawa community hospital for \
+                 care and rest, which she tolerated well over the following several days.";
+        assert!(lower_case_places(t).is_empty());
     }
 
     #[test]

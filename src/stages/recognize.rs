@@ -129,6 +129,8 @@ pub fn recognize(
     v = with_added(v, towns);
     v = structure::join_address_parts(&text, v);
     if p.whole_places {
+        let lower = places::lower_case_places(&text);
+        v = with_added(v, lower);
         places::whole_places(&text, &mut v);
     }
     drop_greetings(&text, &mut v);
