@@ -51,8 +51,9 @@ struct EvalArgs {
     #[arg(long)]
     corpus: Option<std::path::PathBuf>,
     /// Sets to evaluate (repeatable): all, synthetic, asq-phi-dev, asq-phi-test, probe-clinical,
-    /// probe-general, probe-negatives, probe-queries, probe-notes, probe-general-2, probe-notes-3, probe-general-3,
-    /// heldout-clinical, heldout-general, i2b2-philter, presidio-dev, presidio-test.
+    /// probe-general, probe-negatives, probe-queries, probe-notes, probe-general-2,
+    /// probe-notes-3, probe-general-3, heldout-clinical, heldout-general, heldout-2-clinical,
+    /// heldout-2-general, i2b2-philter, presidio-dev, presidio-test.
     #[arg(long = "set", default_value = "all")]
     sets: Vec<String>,
     /// Folder holding the committed sets (`deid_eval.jsonl`, `asq-phi/`, `probes/`).

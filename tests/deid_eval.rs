@@ -65,18 +65,23 @@ fn safe_harbor_recall_on_the_synthetic_corpus() {
 /// leak on any set fails here. The third-party held-out halves were never looked at; the i2b2
 /// and Presidio sets are built by scripts/fetch-assets from pinned third-party packages. The
 /// probe sets (tests/data/probes) were written blind to the recognizers and then tuned on: a
-/// regression floor like the synthetic corpus. The held-out probe sets (`heldout-*`) were written
-/// after session 16's changes and never looked at; their floors are their first measurement.
-const SET_FLOORS: [(&str, f64, f64, usize); 12] = [
+/// regression floor like the synthetic corpus. The held-out probe sets (`heldout-*`) were
+/// written blind and never looked at: `heldout-clinical` and `heldout-general` after session
+/// 16's changes, `heldout-2-*` during session 17, first measured at its end.
+const SET_FLOORS: [(&str, f64, f64, usize); 16] = [
     ("asq-phi-dev", 0.987, 0.98, 1),
     ("asq-phi-test", 0.979, 0.985, 3),
-    ("probe-clinical", 0.96, 0.94, 50),
-    ("probe-general", 0.934, 0.94, 71),
-    ("probe-queries", 0.98, 0.92, 9),
-    ("probe-notes", 0.934, 0.895, 72),
-    ("probe-general-2", 0.925, 0.89, 66),
-    ("heldout-clinical", 0.926, 0.89, 43),
-    ("heldout-general", 0.936, 0.86, 32),
+    ("probe-clinical", 0.963, 0.945, 48),
+    ("probe-general", 0.94, 0.94, 66),
+    ("probe-queries", 0.98, 0.915, 9),
+    ("probe-notes", 0.949, 0.90, 51),
+    ("probe-general-2", 0.932, 0.90, 61),
+    ("probe-notes-3", 0.962, 0.915, 54),
+    ("probe-general-3", 0.878, 0.89, 161),
+    ("heldout-clinical", 0.939, 0.89, 38),
+    ("heldout-general", 0.941, 0.86, 31),
+    ("heldout-2-clinical", 0.925, 0.91, 48),
+    ("heldout-2-general", 0.895, 0.865, 69),
     ("i2b2-philter", 0.99, 0.99, 0),
     ("presidio-dev", 0.991, 0.90, 12),
     ("presidio-test", 0.974, 0.90, 26),

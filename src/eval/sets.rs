@@ -28,7 +28,7 @@ const COMMITTED: [&str; 3] = ["synthetic", "asq-phi-dev", "asq-phi-test"];
 /// Probe sets committed under `tests/data/probes`, as (name, file, source, tuned on): text
 /// written for this project by sessions that never read the recognizers, then tuned on, or held
 /// out (see its README).
-const PROBES: [(&str, &str, &str, bool); 10] = [
+const PROBES: [(&str, &str, &str, bool); 12] = [
     (
         "probe-clinical",
         "probes/clinical.jsonl",
@@ -100,6 +100,20 @@ const PROBES: [(&str, &str, &str, bool); 10] = [
         "probes/heldout_general.jsonl",
         "220 general-language texts written blind to the recognizers at the end of session 16 and \
          never looked at: held out",
+        false,
+    ),
+    (
+        "heldout-2-clinical",
+        "probes/heldout_2_clinical.jsonl",
+        "120 clinical texts (40 questions to an LLM, 80 US clinical documents) written blind to \
+         the recognizers during session 17 and never looked at: held out",
+        false,
+    ),
+    (
+        "heldout-2-general",
+        "probes/heldout_2_general.jsonl",
+        "200 general-language texts (20% not English, 37 with no personal data) written blind to \
+         the recognizers during session 17 and never looked at: held out",
         false,
     ),
 ];
