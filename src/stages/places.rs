@@ -93,7 +93,7 @@ pub fn lower_case_places(text: &str) -> Vec<Span> {
         while first > 0 && i - first < 3 {
             let (_, w) = words[first - 1];
             let c = core(w);
-            let glued = w.ends_with(|ch: char| matches!(ch, ',' | ';' | ':' | '(' | ')'));
+            let glued = w.ends_with([',', ';', ':', '(', ')']);
             if glued
                 || c.is_empty()
                 || !c.chars().all(|ch| ch.is_alphabetic() || ch == '.')
