@@ -1452,6 +1452,90 @@ mod tests {
     }
 
     #[test]
+    fn chains_insurers_codes_and_dates_of_session_17() {
+        let org = "ORGANIZATION";
+        finds("sent to Walgreens #04417 in", org, "Walgreens");
+        finds("seen at CVS MinuteClinic in Lenox", org, "MinuteClinic");
+        finds(
+            "Ins: Anthem Blue Cross Blue Shield of Georgia, ID",
+            org,
+            "Anthem Blue Cross Blue Shield of Georgia",
+        );
+        finds("at Our Lady of Grace parish", org, "Our Lady of Grace");
+        finds(
+            "member of the American Legion Post 14;",
+            org,
+            "American Legion Post 14",
+        );
+        finds(
+            "HIGH DESERT FAMILY MEDICINE\n",
+            org,
+            "HIGH DESERT FAMILY MEDICINE",
+        );
+        finds(
+            "en la Iglesia de San Juan el Real.",
+            org,
+            "Iglesia de San Juan el Real",
+        );
+        finds_no("Keep a Target heart rate", org);
+        finds_no("Covered by Medicare Part B", org);
+        finds(
+            "report, number LPD24-01447.",
+            "OTHER_IDENTIFIER",
+            "LPD24-01447",
+        );
+        finds(
+            "medical record number 5 5 0 2 1 9 8, date",
+            "MEDICAL_RECORD_NUMBER",
+            "5 5 0 2 1 9 8",
+        );
+        finds(
+            "MRN HH 0449 1122 Age",
+            "MEDICAL_RECORD_NUMBER",
+            "HH 0449 1122",
+        );
+        finds("Last 4: 2207 DOB", "SSN", "2207");
+        finds("SSN xxx-xx-4417 (partial)", "SSN", "xxx-xx-4417");
+        // Gated on the English word list: no user name is an English word.
+        let listed = Recognizers::builtin_with_stand_in_gazetteers();
+        finds_in(
+            &listed,
+            "Transcribed: kmoody 09/27/2023",
+            "USERNAME",
+            "kmoody",
+        );
+        finds_none_in(&listed, "Account locked after three tries", "USERNAME");
+        finds_none_in(&listed, "viewed by provider today", "USERNAME");
+        let date = "DATE";
+        finds("date of visit: october 12 2023.", date, "october 12 2023");
+        finds("recheck november 2nd.", date, "november 2nd");
+        finds("FOLLOW UP ON NOVEMBER 22ND.", date, "NOVEMBER 22ND");
+        finds(
+            "appointment on the twenty-second. We",
+            date,
+            "twenty-second",
+        );
+        finds(
+            "date of service july fourth 2023.",
+            date,
+            "july fourth 2023",
+        );
+        finds("event monitor (3/9-4/8) without", date, "4/8");
+        finds("to the floor 1/28 evening", date, "1/28");
+        finds("Recheck INR and 11/01.", date, "11/01");
+        finds("TT14T4471 18MAR DL 1872", date, "18MAR");
+        finds_no("on the first dose of", date);
+        finds_no("you may 2 tabs daily", date);
+        finds_no("Strength 4/5-5/5 in the legs", date);
+        finds_no("MMSE 12/30 today", date);
+        finds("Memorial for Evelyn Strand (99) set", "AGE", "99");
+        finds("Peggy Lindqvist, 97, of Duluth", "AGE", "97");
+        finds("my dad who's 91 and", "AGE", "91");
+        finds_no("she's 96 lbs", "AGE");
+        finds("Call Marcus at (404) 555-0189.", "NAME", "Marcus");
+    }
+
+    #[test]
     fn general_text_and_dictation_shapes() {
         finds(
             "On 1996-08-28 17:25:42.212442, the",
