@@ -77,7 +77,7 @@ const SET_FLOORS: [(&str, f64, f64, usize); 16] = [
     ("probe-notes", 0.949, 0.90, 51),
     ("probe-general-2", 0.932, 0.90, 61),
     ("probe-notes-3", 0.962, 0.915, 54),
-    ("probe-general-3", 0.878, 0.89, 161),
+    ("probe-general-3", 0.879, 0.89, 159),
     ("heldout-clinical", 0.939, 0.89, 38),
     ("heldout-general", 0.941, 0.86, 31),
     ("heldout-2-clinical", 0.925, 0.91, 48),
