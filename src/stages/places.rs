@@ -70,21 +70,20 @@ pub fn lower_case_places(text: &str) -> Vec<Span> {
         })
         .filter(|(_, w)| !w.is_empty())
         .collect();
-    let core = |w: &str| {
+    fn core(w: &str) -> &str {
         w.trim_matches(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
-            .to_string()
-    };
+    }
     let mut out = Vec::new();
     let mut i = 0;
     while i < words.len() {
         let Some(head_len) = LOWER_HEADS.iter().find_map(|h| {
             let n = h.split(' ').count();
-            let joined: Vec<String> = words.get(i..i + n)?.iter().map(|(_, w)| core(w)).collect();
+            let here = words.get(i..i + n)?;
             // Only the last word of the head may carry punctuation after it.
-            let clean = words[i..i + n - 1]
+            let clean = here[..n - 1]
                 .iter()
                 .all(|(_, w)| w.chars().all(|c| c.is_alphabetic() || c == '.'));
-            (clean && joined.join(" ") == *h).then_some(n)
+            (clean && here.iter().map(|(_, w)| core(w)).eq(h.split(' '))).then_some(n)
         }) else {
             i += 1;
             continue;
@@ -97,7 +96,7 @@ pub fn lower_case_places(text: &str) -> Vec<Span> {
             if glued
                 || c.is_empty()
                 || !c.chars().all(|ch| ch.is_alphabetic() || ch == '.')
-                || NOT_PLACE_WORDS.contains(&c.as_str())
+                || NOT_PLACE_WORDS.contains(&c)
             {
                 break;
             }
@@ -146,7 +145,7 @@ const NOT_PLACE_WORDS: &[&str] = &[
     "medical", "home", "care", "critical", "access", "small", "large", "big", "catholic",
     "christian", "baptist", "methodist", "lutheran", "episcopal", "jewish", "presbyterian",
     "any", "no", "which", "what", "nearest", "closest", "area", "district", "hospital",
-    "university", "college", "school", "church", "clinic", "near", "via", "per", "dr.", "dr",
+    "university", "college", "school", "church", "clinic", "near", "via", "per", "dr",
 ];
 
 /// "St. Joseph's Health in Detroit", "Bayou City Dialysis - Pasadena": a place of care, " in ",

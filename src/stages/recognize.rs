@@ -72,7 +72,6 @@ pub fn recognize(
     let mut v = std::mem::take(&mut spans.spans);
     v.sort_by_key(|s| (s.start, s.end));
     drop_ordinary_word_names(&text, &mut v, recognizers);
-
     v.retain(|s| !(s.source == Source::Model && is_age_and_sex(&text[s.start..s.end])));
     // Disjoint and sorted from here on, so the spans a finding overlaps are one run.
     v = coalesce(v);
@@ -140,37 +139,11 @@ pub fn recognize(
 
 /// Greetings and e-mail field labels in the languages the model reads, which it takes for
 /// names or towns at the start of a message ("Hola Javier:", "Assunto: …", "Hiya, it's Karen").
+#[rustfmt::skip]
 const GREETINGS_AND_FIELDS: &[&str] = &[
-    "hi",
-    "hiya",
-    "hey",
-    "hello",
-    "hola",
-    "buenas",
-    "bonjour",
-    "bonsoir",
-    "salut",
-    "coucou",
-    "hallo",
-    "moin",
-    "servus",
-    "ciao",
-    "salve",
-    "olá",
-    "oi",
-    "namaste",
-    "yo",
-    "asunto",
-    "assunto",
-    "betreff",
-    "oggetto",
-    "sujet",
-    "objet",
-    "konu",
-    "onderwerp",
-    "temat",
-    "aw",
-    "rv",
+    "hi", "hiya", "hey", "hello", "hola", "buenas", "bonjour", "bonsoir", "salut", "coucou",
+    "hallo", "moin", "servus", "ciao", "salve", "olá", "oi", "namaste", "yo", "asunto",
+    "assunto", "betreff", "oggetto", "sujet", "objet", "konu", "onderwerp", "temat", "aw", "rv",
 ];
 
 /// Drops spans that are a greeting or a field label, and takes a greeting off the front of a
@@ -188,10 +161,8 @@ fn drop_greetings(text: &str, v: &mut Vec<Span>) {
 }
 
 fn is_greeting_or_field(s: &str) -> bool {
-    let word = s.trim().trim_end_matches([',', ':', '!']);
-    GREETINGS_AND_FIELDS
-        .iter()
-        .any(|g| g.eq_ignore_ascii_case(word) || word.to_lowercase() == *g)
+    let word = s.trim().trim_end_matches([',', ':', '!']).to_lowercase();
+    GREETINGS_AND_FIELDS.contains(&word.as_str())
 }
 
 /// Drops the model's one-word names that are ordinary words ([`Recognizers::is_ordinary_word`])
