@@ -45,6 +45,47 @@ pub fn whole_places(text: &str, v: &mut Vec<Span>) {
         }
     }
     join_places_with_towns(text, v);
+    let abbreviations: Vec<Span> = v
+        .iter()
+        .enumerate()
+        // A town's code in parentheses is an airport's ("Newark (EWR)"), no identifier.
+        .filter(|(_, s)| is_organization(s) || canonical_label(&s.label).name == "LOCATION")
+        .filter_map(|(i, s)| {
+            let ceiling = v.get(i + 1).map_or(text.len(), |n| n.start);
+            let (from, to) = abbreviation_after(&text[s.end..ceiling])?;
+            Some(Span::pattern(
+                s.end + from,
+                s.end + to,
+                "LOCATION",
+                s.score,
+                "place_abbreviation",
+            ))
+        })
+        .collect();
+    if !abbreviations.is_empty() {
+        v.extend(abbreviations);
+        v.sort_by_key(|s| (s.start, s.end));
+    }
+}
+
+/// The byte range of "UIHC" in " (UIHC)" at the start of `rest`: a place's abbreviation in
+/// parentheses right after its name ("University of Iowa Hospitals & Clinics (UIHC)"), which the
+/// text then uses alone.
+fn abbreviation_after(rest: &str) -> Option<(usize, usize)> {
+    let inner_at = rest.len() - rest.trim_start_matches([' ', '\t']).len() + 1;
+    let inner = rest.get(inner_at - 1..)?.strip_prefix('(')?;
+    let len = inner.find(')')?;
+    let abbreviation = &inner[..len];
+    let letters = abbreviation
+        .chars()
+        .filter(char::is_ascii_uppercase)
+        .count();
+    (letters >= 2
+        && abbreviation.len() <= 8
+        && abbreviation
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || matches!(c, '&' | '-')))
+    .then_some((inner_at, inner_at + len))
 }
 
 /// Places named in a text written all in lower case, as dictations are transcribed ("seen at
@@ -317,6 +358,22 @@ mod tests {
         let w = widened(text, spans);
         assert_eq!(w.len(), 1, "{w:?}");
         w[0].0.clone()
+    }
+
+    #[test]
+    fn a_places_abbreviation_in_parentheses_is_a_place_too() {
+        let w = widened(
+            "stent at University of Iowa Hospitals & Clinics (UIHC) on 4/20; flew Newark (EWR)",
+            &[
+                ("University of Iowa Hospitals & Clinics", "ORGANIZATION"),
+                ("Newark", "CITY"),
+            ],
+        );
+        let texts: Vec<&str> = w.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(
+            texts,
+            ["University of Iowa Hospitals & Clinics", "UIHC", "Newark"]
+        );
     }
 
     #[test]
