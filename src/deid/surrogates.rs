@@ -239,17 +239,18 @@ fn pick<'a>(rng: &mut SeedRng, list: &[&'a str]) -> &'a str {
 /// Picks an entry that shares no word with `avoid` (case-insensitively), so list draws never
 /// echo the input, nor a part of it ("Pine Ridge" for "Ridge", "Nguyễn" for "Nguyễn Văn An").
 fn pick_other<'a>(rng: &mut SeedRng, list: &[&'a str], avoid: &str) -> &'a str {
-    let words = |s: &'a str| s.split(|c: char| c.is_whitespace() || c == '-');
+    let avoided: Vec<&str> = avoid
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|a| !a.is_empty())
+        .collect();
     let pool: Vec<&'a str> = list
         .iter()
         .copied()
         .filter(|s| {
             !eq_ci(s, avoid)
-                && !words(s).any(|w| {
-                    avoid
-                        .split(|c: char| !c.is_alphanumeric() && c != '\'')
-                        .any(|a| eq_ci(a, w))
-                })
+                && !s
+                    .split(|c: char| c.is_whitespace() || c == '-')
+                    .any(|w| avoided.iter().any(|a| eq_ci(a, w)))
         })
         .collect();
     if pool.is_empty() {
@@ -1047,7 +1048,7 @@ fn street_surrogate(original: &str, rng: &mut SeedRng) -> String {
                     .collect::<Vec<_>>()
                     .join(" ");
                 out.push_str(split_core(seg).0);
-                out.push_str(&apply_case(case_style(&run), pick_other(rng, CITIES, &run)));
+                out.push_str(&town_like(&run, rng));
                 if building {
                     out.push(' ');
                     out.push_str(split_core(word(last)).1);
@@ -1124,11 +1125,14 @@ fn is_town_word(w: &str, any_case: bool) -> bool {
 }
 
 fn city_word(s: &str, rng: &mut SeedRng) -> String {
-    let core = s.trim();
     let lead = s.get(..s.len() - s.trim_start().len()).unwrap_or("");
     let trail = s.get(s.trim_end().len()..).unwrap_or("");
-    let city = apply_case(case_style(core), pick_other(rng, CITIES, core));
-    format!("{lead}{city}{trail}")
+    format!("{lead}{}{trail}", town_like(s.trim(), rng))
+}
+
+/// A listed town for `town`, in its case, sharing no word with it.
+fn town_like(town: &str, rng: &mut SeedRng) -> String {
+    apply_case(case_style(town), pick_other(rng, CITIES, town))
 }
 
 /// The part after a comma in `Boston, MA 02139`, or in a whole place (`Cedar Ridge Surgical
@@ -1167,7 +1171,7 @@ fn region_tail(tail: &str, rng: &mut SeedRng) -> String {
         }
         if w.chars().any(|c| c.is_ascii_digit()) || w.is_empty() {
             kind[i] = Tail::Other;
-        } else if ["usa", "us", "u.s", "u.s.a"].contains(&word_key(words[i]).as_str()) {
+        } else if ["usa", "us"].contains(&word_key(words[i]).as_str()) {
             kind[i] = Tail::Keep;
         }
         i += 1;
@@ -1212,7 +1216,7 @@ fn region_tail(tail: &str, rng: &mut SeedRng) -> String {
                         .unwrap_or(current);
                     let run = (current..=last).map(core).collect::<Vec<_>>().join(" ");
                     out.push_str(lead);
-                    out.push_str(&apply_case(case_style(&run), pick_other(rng, CITIES, &run)));
+                    out.push_str(&town_like(&run, rng));
                     out.push_str(split_core(words[last]).2);
                 }
             }

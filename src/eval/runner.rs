@@ -85,13 +85,16 @@ pub async fn predict(
         let predicted = done
             .entities
             .iter()
-            .map(|e| Predicted {
-                start: e.start,
-                end: e.end,
-                label: e.canonical_label.to_string(),
-                class: e.hipaa_class.to_string(),
-                redacted: e.action != Applied::Keep,
-                output: (e.action != Applied::Keep).then_some((e.output_start, e.output_end)),
+            .map(|e| {
+                let redacted = e.action != Applied::Keep;
+                Predicted {
+                    start: e.start,
+                    end: e.end,
+                    label: e.canonical_label.to_string(),
+                    class: e.hipaa_class.to_string(),
+                    redacted,
+                    output: redacted.then_some((e.output_start, e.output_end)),
+                }
             })
             .collect();
         outputs[i] = Some((predicted, done.text));

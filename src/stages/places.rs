@@ -98,6 +98,11 @@ pub fn lower_case_places(text: &str) -> Vec<Span> {
     for c in text.chars().filter(|c| c.is_alphabetic()) {
         letters += 1;
         upper += usize::from(c.is_uppercase());
+        // Past this many capitals no text length makes them under 2% of its letters: most
+        // texts stop here, early.
+        if upper * 50 > text.len() {
+            return Vec::new();
+        }
     }
     if letters < 40 || upper * 50 > letters {
         return Vec::new();

@@ -542,11 +542,11 @@ pub fn whole_codes(text: &str, v: &mut [Span]) {
         let after = &text[end..ceiling];
         for (j, c) in after.char_indices() {
             let joins = c.is_alphanumeric() || {
-                let next: String = after[j + c.len_utf8()..]
+                let mut next = after[j + c.len_utf8()..]
                     .chars()
                     .take_while(|n| n.is_alphanumeric())
-                    .collect();
-                glue(c) && !next.is_empty() && !next.chars().any(char::is_lowercase)
+                    .peekable();
+                glue(c) && next.peek().is_some() && !next.any(char::is_lowercase)
             };
             if !joins {
                 break;
