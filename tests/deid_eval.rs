@@ -68,16 +68,18 @@ fn safe_harbor_recall_on_the_synthetic_corpus() {
 /// regression floor like the synthetic corpus. The held-out probe sets (`heldout-*`) were
 /// written blind and never looked at: `heldout-clinical` and `heldout-general` after session
 /// 16's changes, `heldout-2-*` during session 17, first measured at its end.
-const SET_FLOORS: [(&str, f64, f64, usize); 16] = [
+const SET_FLOORS: [(&str, f64, f64, usize); 18] = [
     ("asq-phi-dev", 0.987, 0.98, 1),
     ("asq-phi-test", 0.979, 0.985, 3),
-    ("probe-clinical", 0.963, 0.945, 47),
+    ("probe-clinical", 0.969, 0.945, 43),
     ("probe-general", 0.94, 0.94, 66),
-    ("probe-queries", 0.98, 0.915, 9),
-    ("probe-notes", 0.949, 0.90, 51),
+    ("probe-queries", 0.981, 0.915, 9),
+    ("probe-notes", 0.963, 0.90, 42),
     ("probe-general-2", 0.932, 0.90, 61),
-    ("probe-notes-3", 0.963, 0.915, 53),
-    ("probe-general-3", 0.879, 0.89, 159),
+    ("probe-notes-3", 0.966, 0.915, 47),
+    ("probe-general-3", 0.879, 0.89, 157),
+    ("probe-notes-4", 0.90, 0.90, 163),
+    ("probe-general-4", 0.854, 0.87, 162),
     ("heldout-clinical", 0.939, 0.89, 38),
     ("heldout-general", 0.941, 0.86, 31),
     ("heldout-2-clinical", 0.925, 0.91, 48),

@@ -10,6 +10,7 @@ mod regex_sets;
 mod validators;
 
 pub use labels::{CANONICAL, CanonicalLabel, HIPAA_CLASSES, canonical_label, is_canonical};
+pub(crate) use recognizers::is_abbreviation_dot;
 pub use recognizers::{Finding, RecognizerError, Recognizers};
 pub use validators::Validator;
 pub mod operators;

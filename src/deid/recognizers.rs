@@ -40,8 +40,50 @@ struct FileSpec {
     /// Gazetteers that make a one-word name an ordinary word (see
     /// [`Recognizers::is_ordinary_word`]).
     ordinary_words: Option<OrdinaryWordsSpec>,
+    /// What makes a text clinical, for patterns marked `clinical_only`.
+    clinical_text: Option<ClinicalTextSpec>,
     #[serde(default)]
     pattern: Vec<PatternSpec>,
+}
+
+/// A text is clinical when at least `min_cues` different words of `cues` occur in it as whole
+/// words, in any case.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClinicalTextSpec {
+    min_cues: usize,
+    cues: Vec<String>,
+}
+
+/// [`ClinicalTextSpec`], loaded.
+#[derive(Debug)]
+struct ClinicalText {
+    min_cues: usize,
+    cues: HashSet<String>,
+}
+
+impl ClinicalText {
+    fn holds(&self, text: &str) -> bool {
+        let mut seen: Vec<&str> = Vec::with_capacity(self.min_cues);
+        let mut word = String::new();
+        for w in text.split(|c: char| !c.is_alphanumeric()) {
+            // Cue words are short: a longer word can be none, so it is not lower-cased.
+            if w.is_empty() || w.len() > 16 {
+                continue;
+            }
+            word.clear();
+            word.extend(w.chars().flat_map(char::to_lowercase));
+            if let Some(cue) = self.cues.get(word.as_str())
+                && !seen.contains(&cue.as_str())
+            {
+                seen.push(cue);
+                if seen.len() >= self.min_cues {
+                    return true;
+                }
+            }
+        }
+        false
+    }
 }
 
 #[derive(Deserialize)]
@@ -86,6 +128,8 @@ struct PatternSpec {
     merge_only: bool,
     #[serde(default)]
     labelled: bool,
+    #[serde(default)]
+    clinical_only: bool,
 }
 
 /// One pattern: what a match of its regex (at the same index in `Recognizers::regexes`) means.
@@ -103,6 +147,9 @@ struct Pattern {
     merge_only: bool,
     /// The match itself holds the label naming the identifier ("SSN: …").
     labelled: bool,
+    /// Only searched in clinical text ([`ClinicalText`]): what it finds is an identifier in a
+    /// note but mostly a public name elsewhere (a business named by its trade).
+    clinical_only: bool,
     /// Capture groups whose name starts with `veto`: one taking part drops the match.
     vetoes: Vec<usize>,
     /// Capture groups named `gaz_<name>` with their gazetteer: each taking part must be
@@ -147,6 +194,7 @@ pub struct Recognizers {
     pub inactive: Vec<String>,
     /// `None` when the table names none or a list it names is not installed.
     ordinary: Option<OrdinaryWords>,
+    clinical: Option<ClinicalText>,
 }
 
 const DEFAULT_CONTEXT_CHARS: usize = 40;
@@ -198,6 +246,7 @@ impl Recognizers {
         let mut inactive = Vec::new();
         let mut gazetteers: BTreeMap<String, Option<Arc<Gazetteer>>> = BTreeMap::new();
         let mut ordinary = None;
+        let mut clinical = None;
         for (file, src) in sources {
             let err = |message: String| RecognizerError {
                 file: file.clone(),
@@ -237,6 +286,20 @@ impl Recognizers {
                         None
                     }
                 };
+            }
+            if let Some(c) = spec.clinical_text {
+                if clinical.is_some() {
+                    return Err(err("clinical_text is defined in two files".into()));
+                }
+                if c.min_cues == 0 || c.cues.len() < c.min_cues {
+                    return Err(err(
+                        "clinical_text: min_cues must be 1..=number of cues".into()
+                    ));
+                }
+                clinical = Some(ClinicalText {
+                    min_cues: c.min_cues,
+                    cues: c.cues.iter().map(|w| w.to_lowercase()).collect(),
+                });
             }
             for p in spec.pattern {
                 let at = |m: String| err(format!("pattern `{}`: {m}", p.id));
@@ -285,6 +348,7 @@ impl Recognizers {
                     context_chars: p.context_chars.unwrap_or(DEFAULT_CONTEXT_CHARS),
                     merge_only: p.merge_only,
                     labelled: p.labelled,
+                    clinical_only: p.clinical_only,
                     vetoes: regex
                         .capture_names()
                         .enumerate()
@@ -298,12 +362,21 @@ impl Recognizers {
                 regexes.push(regex);
             }
         }
+        if clinical.is_none()
+            && let Some(p) = patterns.iter().find(|p| p.clinical_only)
+        {
+            return Err(RecognizerError {
+                file: "recognizers".into(),
+                message: format!("pattern `{}`: clinical_only without clinical_text", p.id),
+            });
+        }
         Ok(Self {
             regexes: RegexSets::new(regexes),
             patterns,
             version: versions.join("+"),
             inactive,
             ordinary,
+            clinical,
         })
     }
 
@@ -408,7 +481,14 @@ impl Recognizers {
     pub fn find(&self, text: &str) -> Vec<Finding> {
         let mut all = Vec::new();
         let regexes = self.regexes.take();
+        let mut clinical = None;
         for (p, regex) in self.patterns.iter().zip(regexes.iter()) {
+            if p.clinical_only
+                && !*clinical
+                    .get_or_insert_with(|| self.clinical.as_ref().is_some_and(|c| c.holds(text)))
+            {
+                continue;
+            }
             let names = labels::canonical_label(p.label).hipaa_class == "A_NAMES";
             for caps in regex.captures_iter(text) {
                 // A `veto` group that took part says the match is something else (a dose's
@@ -632,7 +712,7 @@ fn trim_match(text: &str, mut start: usize, mut end: usize) -> (usize, usize) {
 
 /// A final dot that belongs to the match: "St." or "p.m." (a letter right before, and either a
 /// short word or another dot in the last word).
-fn is_abbreviation_dot(s: &str) -> bool {
+pub(crate) fn is_abbreviation_dot(s: &str) -> bool {
     let body = &s[..s.len() - 1];
     let last_word = body.rsplit([' ', '\t']).next().unwrap_or(body);
     let letters = last_word.chars().all(|c| c.is_alphabetic() || c == '.');
@@ -1082,6 +1162,30 @@ mod tests {
             &head[14..]
         );
         assert!(bad(&twice).contains("duplicate"));
+        assert!(
+            bad(&format!(
+                "{head}label = \"DATE\"\nregex = \"x\"\nclinical_only = true\n"
+            ))
+            .contains("clinical_only without clinical_text")
+        );
+        assert!(
+            bad("version = \"t\"\n[clinical_text]\nmin_cues = 3\ncues = [\"mg\"]\n")
+                .contains("min_cues")
+        );
+    }
+
+    #[test]
+    fn a_clinical_text_holds_enough_different_cue_words() {
+        let c = ClinicalText {
+            min_cues: 3,
+            cues: ["pt", "mg", "bp"].map(String::from).into(),
+        };
+        assert!(c.holds("Pt on lisinopril 10 MG daily, BP 140/90."));
+        // One cue three times is one cue.
+        assert!(!c.holds("mg, mg and mg"));
+        assert!(!c.holds("Pt left early; ran 5 km."));
+        // Whole words only: "mg" inside "mgmt" is no cue.
+        assert!(!c.holds("pt mgmt, bp"));
     }
 
     #[test]
@@ -1308,7 +1412,8 @@ mod tests {
         finds("I'm 92.", "AGE", "92");
         finds("my dad, who is 94, lives alone", "AGE", "94");
         finds("She is now 91 and", "AGE", "91");
-        finds("for her 90th birthday", "AGE", "90");
+        finds("for her 90th birthday", "AGE", "90th");
+        finds("for her 45th birthday", "AGE", "45");
         finds("This 1.5 year old boy", "AGE", "1.5");
         finds("My brother just turned 7", "AGE", "7");
         finds("at the age of forty-five, she", "AGE", "forty-five");
@@ -1533,6 +1638,99 @@ mod tests {
         finds("my dad who's 91 and", "AGE", "91");
         finds_no("she's 96 lbs", "AGE");
         finds("Call Marcus at (404) 555-0189.", "NAME", "Marcus");
+    }
+
+    #[test]
+    fn trades_roles_roads_and_ages_of_session_18() {
+        let org = "ORGANIZATION";
+        let note = |s: &str| format!("Pt seen in clinic, BP 128/80, on metformin 500 mg. {s}");
+        finds(
+            &note("He drives for Prairie Farms Dairy at night."),
+            org,
+            "Prairie Farms Dairy",
+        );
+        finds(&note("Retired Calumet Steel worker."), org, "Calumet Steel");
+        finds(
+            &note("Arrived by Pike County Ambulance 07:02."),
+            org,
+            "Pike County Ambulance",
+        );
+        finds_no(&note("Sent to Blood Bank for crossmatch."), org);
+        finds_no(
+            &note("Works at Kawai Musical Instruments Manufacturing Co. Ltd."),
+            "LOCATION",
+        );
+        // Outside a clinical text a trade name is mostly a public company's.
+        finds_no("Tyson Foods reported earnings.", org);
+        finds(
+            "PHYSICAL THERAPY Summit Sports & Spine PT - Bend clinic",
+            org,
+            "Summit Sports & Spine PT",
+        );
+        finds(
+            "from work (Palmetto Tire & Auto).",
+            org,
+            "Palmetto Tire & Auto",
+        );
+        finds_no("Obstetrics & Gynecology consult", org);
+        finds_no("Physical Medicine & Rehabilitation", org);
+        finds_no("Procter & Gamble shares rose", org);
+        finds(
+            "she is a barista at Zeitgeist Coffee in",
+            org,
+            "Zeitgeist Coffee",
+        );
+        finds("a line cook at the Barking Crab.", org, "Barking Crab");
+        finds_no("a nurse at the ED overnight", org);
+        finds("72 y/o male, retired BNSF conductor, who", org, "BNSF");
+        finds(
+            "former Consol Energy underground miner",
+            org,
+            "Consol Energy",
+        );
+        let listed = Recognizers::builtin_with_stand_in_gazetteers();
+        finds_in(
+            &listed,
+            "Report: Hospital for Special Surgery, New York",
+            org,
+            "Hospital for Special Surgery",
+        );
+        finds_in(
+            &listed,
+            "at St. Luke's Hospital for John D. on",
+            org,
+            "St. Luke's Hospital",
+        );
+        let road = "STREET_ADDRESS";
+        finds("collision on I-84 westbound", road, "I-84");
+        finds("LOCATION: Hwy 58 MP 21, eastbound", road, "Hwy 58 MP 21");
+        finds(
+            "on I-40 at mile marker 231 near",
+            road,
+            "I-40 at mile marker 231",
+        );
+        finds("Lives off Rt. 218.", road, "Rt. 218");
+        finds_no("Had I-131 therapy in 2019.", road);
+        finds_no("It cost US 2 dollars.", road);
+        let age = "AGE";
+        finds_in(&listed, "Harold is 91; Faith is 88.", age, "91");
+        finds_in(&listed, "my grandma rosa is 96 and", age, "96");
+        finds_in(&listed, "she's like 96. I have a key", age, "96");
+        finds_none_in(&listed, "Provider is 95 today", age);
+        finds_none_in(&listed, "he is 92 kg", age);
+        finds("who died last week at 99. She", age, "99");
+        finds("lived to 103 and died in Racine", age, "103");
+        finds("Happy 90th to my nani", age, "90th");
+        finds("for Auntie Kamala's 95th on the 9th", age, "95th");
+        finds("celebrating the 90th birthday of", age, "90th");
+        finds_no("the clinic's 100th anniversary", age);
+        finds("hij wordt 90!!", age, "90");
+        finds("zum 100. Geburtstag am", age, "100");
+        finds("si Lola Pacita ay 94 taong gulang", age, "94");
+        finds("Hep B 3/12; 2-month vaccines 4/10;", "DATE", "4/10");
+        // A brand that is also a listed town is no place.
+        finds_none_in(&listed, "He drives a Honda now", "CITY");
+        finds_in(&listed, "a stopover in Doha", "CITY", "Doha");
     }
 
     #[test]

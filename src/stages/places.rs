@@ -42,6 +42,10 @@ pub fn whole_places(text: &str, v: &mut Vec<Span>) {
             {
                 v[i].end += len;
             }
+            if is_organization(&v[i]) || canonical_label(&v[i].label).name == "LOCATION" {
+                let rest = &text[v[i].end..ceiling];
+                v[i].end += of_place_after(rest).unwrap_or(0);
+            }
         }
     }
     join_places_with_towns(text, v);
@@ -250,17 +254,24 @@ const PLACE_HEADS: &[&str] = &[
     "Hospital", "Pharmacy", "Club", "Works", "Restaurant", "Cafe", "Café", "Pub", "Motel",
     "Lodge", "Library", "Museum", "Surgery", "Practice", "Apartments", "Manor", "Towers", "Plaza",
     "Mall", "Market", "Garage", "Salon", "Studio", "Studios", "Gym", "Farm", "Farms", "House",
+    "Hospice", "Trail", "Courthouse", "Mosque", "Synagogue", "Cathedral", "Parish",
+    "Reservation", "Shelter",
 ];
 
-/// Words that end a business's name. A town before them is the business's name ("Thames
-/// Valley" Heating Ltd); a person's name before them stays a name, as a firm named for its
-/// founder is often no place at all.
+/// Words that end a business's or an organization's name. A town before them is the business's
+/// name ("Thames Valley" Heating Ltd, "Pike County" Sheriff); a person's name
+/// before them stays a name, as a firm named for its founder is often no place at all, and
+/// several are surnames ("Park", "Lake", "Temple").
 #[rustfmt::skip]
 const BUSINESS_HEADS: &[&str] = &[
     "Group", "Bank", "Ltd", "Limited", "Inc", "LLC", "PLLC", "Properties", "Realty",
     "Associates", "Partners", "Foundation", "Trust", "Logistics", "Communications", "Consulting",
     "Services", "Solutions", "Construction", "Roofing", "Plumbing", "Heating", "Electric",
-    "Motors",
+    "Motors", "Supermarkets", "Network", "System",
+    "Sheriff", "Alliance", "Program", "Agency", "Authority", "District", "Medicine", "Healthcare",
+    "Pediatrics", "Physicians", "Dental", "Transport", "Team", "Lab", "Home", "Homes", "Village",
+    "Gardens", "Mission", "Temple", "Marina", "Park", "Lake", "Beach", "Path", "Tribe", "Tribes",
+    "Nation",
 ];
 
 /// Length of " Elementary", " Aged Care", " Heating Ltd", " Middle School" at the start of
@@ -286,6 +297,28 @@ fn head_after(rest: &str, heads: &[&[&str]]) -> Option<usize> {
         }
     }
     found
+}
+
+/// Length of " of Brandon", " of the Treasure Valley" at the start of `rest`: the place an
+/// organization serves, named after it ("Kids First Pediatrics of Brandon", "Delta Dental of
+/// Colorado", "Meals on Wheels of Tulsa"), one or two capitalized words.
+fn of_place_after(rest: &str) -> Option<usize> {
+    let after = rest.strip_prefix(" of ")?;
+    let start = rest.len() - after.strip_prefix("the ").unwrap_or(after).len();
+    let mut end = start;
+    for n in 0..2 {
+        let Some(word) = rest[end..].strip_prefix(if n == 0 { "" } else { " " }) else {
+            break;
+        };
+        let len = word
+            .find(|c: char| !(c.is_alphabetic() || matches!(c, '\'' | '’' | '-')))
+            .unwrap_or(word.len());
+        if len < 2 || !word.starts_with(char::is_uppercase) {
+            break;
+        }
+        end = rest.len() - word.len() + len;
+    }
+    (end > start).then_some(end)
 }
 
 /// Words after a dash that name a note's title, a person or a unit inside the facility, not a
@@ -444,6 +477,47 @@ mod tests {
         assert_eq!(
             one("and Ann Smith Said no", &[("Ann Smith", "NAME")]),
             "Ann Smith"
+        );
+    }
+
+    #[test]
+    fn an_organizations_trade_words_and_the_place_it_serves_are_its_name() {
+        assert_eq!(
+            one(
+                "Reported to Monongalia County Sheriff by",
+                &[("Monongalia County", "CITY")]
+            ),
+            "Monongalia County Sheriff"
+        );
+        assert_eq!(
+            one(
+                "Pediatrician chosen: Kids First Pediatrics of Brandon. Delivery",
+                &[("Kids First Pediatrics", "ORGANIZATION")]
+            ),
+            "Kids First Pediatrics of Brandon"
+        );
+        assert_eq!(
+            one(
+                "Visiting Nurse Association of the Treasure Valley visit",
+                &[("Visiting Nurse Association", "LOCATION")]
+            ),
+            "Visiting Nurse Association of the Treasure Valley"
+        );
+        // A surname that is also a trade word stays a name; a town is no organization.
+        assert_eq!(
+            one("seen by Nancy Park today", &[("Nancy", "NAME")]),
+            "Nancy"
+        );
+        assert_eq!(
+            one("the mayor of Boston of the time", &[("Boston", "CITY")]),
+            "Boston"
+        );
+        assert_eq!(
+            one(
+                "Express Scripts Holding Company, 735",
+                &[("Express Scripts", "ORGANIZATION")]
+            ),
+            "Express Scripts"
         );
     }
 

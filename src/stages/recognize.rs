@@ -23,7 +23,7 @@ use super::places;
 use super::span::{Source, Span, Spans};
 use super::speakers;
 use super::structure;
-use crate::deid::{Finding, Recognizers, canonical_label};
+use crate::deid::{Finding, Recognizers, canonical_label, is_abbreviation_dot};
 
 /// What the recognize stage does, from the pipeline and the request.
 #[derive(Clone, Copy, Debug)]
@@ -133,8 +133,22 @@ pub fn recognize(
         places::whole_places(&text, &mut v);
     }
     drop_greetings(&text, &mut v);
+    drop_sentence_dots(&text, &mut v);
     spans.spans = v;
     spans
+}
+
+/// Takes a sentence's full stop off the end of a span ("near Ridgewood Avenue." → "Ridgewood
+/// Avenue"), which the model's last token often holds; an abbreviation keeps its dot ("Main St.",
+/// "Jr.").
+fn drop_sentence_dots(text: &str, v: &mut Vec<Span>) {
+    for s in v.iter_mut() {
+        let t = &text[s.start..s.end];
+        if t.ends_with('.') && !t.ends_with("..") && !is_abbreviation_dot(t) {
+            s.end -= 1;
+        }
+    }
+    v.retain(|s| s.end > s.start);
 }
 
 /// Greetings and e-mail field labels in the languages the model reads, which it takes for
@@ -632,6 +646,19 @@ mod tests {
         let got = run_with(&table, t, vec![], p);
         let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
         assert_eq!(texts, ["Emeka", "Hope", "Emeka", "Hope"]);
+    }
+
+    #[test]
+    fn a_sentences_full_stop_is_no_part_of_a_span() {
+        let text = "Seen near Ridgewood Avenue. Lives on Main St. today";
+        let road = |w: &str| {
+            let start = text.find(w).expect("in text");
+            Span::pattern(start, start + w.len(), "STREET_ADDRESS", 0.9, "t")
+        };
+        let mut v = vec![road("Ridgewood Avenue."), road("Main St.")];
+        drop_sentence_dots(text, &mut v);
+        let got: Vec<&str> = v.iter().map(|s| &text[s.start..s.end]).collect();
+        assert_eq!(got, ["Ridgewood Avenue", "Main St."]);
     }
 
     #[test]
