@@ -1728,6 +1728,28 @@ mod tests {
         finds("zum 100. Geburtstag am", age, "100");
         finds("si Lola Pacita ay 94 taong gulang", age, "94");
         finds("Hep B 3/12; 2-month vaccines 4/10;", "DATE", "4/10");
+        finds("worked fev/2015 – dez/2022 at", "DATE", "fev/2015");
+        finds(
+            "on the twenty-first of September at",
+            "DATE",
+            "twenty-first of September",
+        );
+        finds(
+            "Date of birth: 22 / 07 / 2001 Address",
+            "DATE",
+            "22 / 07 / 2001",
+        );
+        finds("(yes - Fourth of July baby)", "DATE", "Fourth of July");
+        finds("birthday on St David's Day and", "DATE", "St David's Day");
+        // In a clinical text, an unlisted word after "through", "via" or "with" is a vendor.
+        let vendor = "Pt on home O2, dx COPD, meds reviewed. Concentrator ordered through Lincare.";
+        finds_in(&listed, vendor, org, "Lincare");
+        finds_none_in(
+            &listed,
+            "Pt on home O2, dx COPD, meds reviewed. FHR 140 by Doppler.",
+            org,
+        );
+        finds_none_in(&listed, "Shipped through Lincare today.", org);
         // A brand that is also a listed town is no place.
         finds_none_in(&listed, "He drives a Honda now", "CITY");
         finds_in(&listed, "a stopover in Doha", "CITY", "Doha");

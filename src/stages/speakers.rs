@@ -1,6 +1,7 @@
 //! Chat and transcript speakers, found by the recognize stage when the pipeline asks
 //! (`speakers`): in a text where at least two labels each open two or more lines ("Guga: sim!!",
-//! "hope: omg", "[9:15] Maya Patel: ok"), every such label is a person, listed in a gazetteer
+//! "hope: omg", "[9:15] Maya Patel: ok"), or three or more labels open four or more lines and
+//! one of them opens two (a group chat), every such label is a person, listed in a gazetteer
 //! or not. Form fields ("Subject:", "Mother:") and section headings are ordinary words, and
 //! clinical abbreviations ("HPI:", "dx:") are no names, so neither ever counts.
 
@@ -37,7 +38,10 @@ pub fn chat_speakers(text: &str, ordinary: impl Fn(&str) -> bool) -> Vec<Span> {
         *counts.entry(key(l)).or_default() += 1;
     }
     counts.retain(|label, _| !is_not_speaker(label, &ordinary));
-    if counts.values().filter(|&&n| n >= 2).count() < 2 {
+    let repeated = counts.values().filter(|&&n| n >= 2).count();
+    let lines: usize = counts.values().sum();
+    // Two regulars, or a group chat where many speak once and one of them again.
+    if !(repeated >= 2 || (repeated >= 1 && counts.len() >= 3 && lines >= 4)) {
         return Vec::new();
     }
     labels
@@ -134,12 +138,17 @@ mod tests {
         let stamped = "[9:15] Maya Patel: hi\n[9:16] Tom: hey\n[9:17] Maya Patel: ok\n\
                        12/03/24, 21:15 - Tom: bye\n";
         assert_eq!(found(stamped), ["Maya Patel", "Tom", "Maya Patel", "Tom"]);
+        // A group chat: many speak once, one of them again.
+        let group = "Faith: pitch booked 9-11\nRhys: bibs\nAmit: ya\nFaith: rip\n";
+        assert_eq!(found(group), ["Faith", "Rhys", "Amit", "Faith"]);
     }
 
     #[test]
     fn fields_headings_and_single_mentions_are_not() {
-        // One recurring label is not a conversation.
+        // One recurring label is not a conversation, nor three labels on three lines.
         assert!(found("Marcus: I told you\nJo: ok\nMarcus: fine\n").is_empty());
+        assert!(found("Ana: a\nLeo: b\nAna: c\nJo: d\nJo: e\n").len() == 5);
+        assert!(found("Marcus: a\nJo: b\nLeo: c\n").is_empty());
         // Fields and headings repeat in forms and notes.
         let note = "Plan: rest\nCV: RRR\nPlan: fluids\nCV: no murmur\nHPI: cough\nHPI: fever\n";
         assert!(found(note).is_empty());
