@@ -67,23 +67,24 @@ fn safe_harbor_recall_on_the_synthetic_corpus() {
 /// probe sets (tests/data/probes) were written blind to the recognizers and then tuned on: a
 /// regression floor like the synthetic corpus. The held-out probe sets (`heldout-*`) were
 /// written blind and never looked at: `heldout-clinical` and `heldout-general` after session
-/// 16's changes, `heldout-2-*` during session 17, first measured at its end.
+/// 16's changes, `heldout-2-*` during session 17, first measured at its end. `probe-notes-4`
+/// and `probe-general-4` were written blind in session 18 and then tuned on.
 const SET_FLOORS: [(&str, f64, f64, usize); 18] = [
     ("asq-phi-dev", 0.987, 0.98, 1),
     ("asq-phi-test", 0.979, 0.985, 3),
-    ("probe-clinical", 0.969, 0.945, 43),
+    ("probe-clinical", 0.970, 0.945, 43),
     ("probe-general", 0.94, 0.94, 66),
     ("probe-queries", 0.981, 0.915, 9),
-    ("probe-notes", 0.963, 0.90, 42),
+    ("probe-notes", 0.965, 0.90, 38),
     ("probe-general-2", 0.932, 0.90, 61),
-    ("probe-notes-3", 0.966, 0.915, 47),
-    ("probe-general-3", 0.879, 0.89, 157),
-    ("probe-notes-4", 0.90, 0.90, 163),
-    ("probe-general-4", 0.854, 0.87, 162),
-    ("heldout-clinical", 0.939, 0.89, 38),
-    ("heldout-general", 0.941, 0.86, 31),
-    ("heldout-2-clinical", 0.925, 0.91, 48),
-    ("heldout-2-general", 0.895, 0.865, 69),
+    ("probe-notes-3", 0.968, 0.915, 45),
+    ("probe-general-3", 0.881, 0.89, 153),
+    ("probe-notes-4", 0.907, 0.90, 141),
+    ("probe-general-4", 0.859, 0.875, 156),
+    ("heldout-clinical", 0.947, 0.89, 32),
+    ("heldout-general", 0.947, 0.86, 29),
+    ("heldout-2-clinical", 0.937, 0.91, 42),
+    ("heldout-2-general", 0.899, 0.865, 66),
     ("i2b2-philter", 0.99, 0.99, 0),
     ("presidio-dev", 0.991, 0.90, 12),
     ("presidio-test", 0.974, 0.90, 26),

@@ -1750,6 +1750,29 @@ mod tests {
             org,
         );
         finds_none_in(&listed, "Shipped through Lincare today.", org);
+        finds(
+            "the UMWA Local 1638 retiree breakfasts",
+            org,
+            "UMWA Local 1638",
+        );
+        finds(
+            "deployments to FOB Salerno and Camp Buehring. Now",
+            "LOCATION",
+            "Camp Buehring",
+        );
+        finds("MRI from Luke AFB clinic", "LOCATION", "Luke AFB");
+        finds("in the Highlands neighborhood.", "CITY", "Highlands");
+        finds("County: Lee Date of birth", "CITY", "Lee");
+        finds(
+            "SUMMIT FAMILY DENTAL & ORTHODONTICS 1290 W. Ute Ave",
+            org,
+            "SUMMIT FAMILY DENTAL & ORTHODONTICS",
+        );
+        finds(
+            "Fax from TRI-CITIES NEPHROLOGY, P.C. 7115",
+            org,
+            "TRI-CITIES NEPHROLOGY, P.C",
+        );
         // A brand that is also a listed town is no place.
         finds_none_in(&listed, "He drives a Honda now", "CITY");
         finds_in(&listed, "a stopover in Doha", "CITY", "Doha");

@@ -133,9 +133,52 @@ pub fn recognize(
         places::whole_places(&text, &mut v);
     }
     drop_greetings(&text, &mut v);
+    drop_public_offices(&text, &mut v);
     drop_sentence_dots(&text, &mut v);
     spans.spans = v;
     spans
+}
+
+/// Titles of public office, capitalized, before a name they make a public figure's ("President
+/// Volodymyr Zelensky", "CEO Elon Musk", "Prime Minister Mark Carney"): no patient's or
+/// relative's identifier. Titles that are also given names ("King", "Prince") are not here.
+const PUBLIC_OFFICES: &[&str] = &[
+    "President",
+    "Prime Minister",
+    "Chancellor",
+    "Premier",
+    "Pope",
+    "Senator",
+    "Sen.",
+    "Governor",
+    "Gov.",
+    "Congressman",
+    "Congresswoman",
+    "CEO",
+    "Secretary of State",
+];
+
+/// Drops names right after a title of public office ([`PUBLIC_OFFICES`]), or that start with
+/// one.
+fn drop_public_offices(text: &str, v: &mut Vec<Span>) {
+    let office_ending = |t: &str| {
+        PUBLIC_OFFICES.iter().any(|o| {
+            t.strip_suffix(o)
+                .is_some_and(|b| !b.ends_with(|c: char| c.is_alphanumeric()))
+        })
+    };
+    v.retain(|s| {
+        if !is_name(s) {
+            return true;
+        }
+        let before = text[..s.start].trim_end_matches([' ', '\t']);
+        let starts_with_office = PUBLIC_OFFICES.iter().any(|o| {
+            text[s.start..s.end]
+                .strip_prefix(o)
+                .is_some_and(|r| r.starts_with(' '))
+        });
+        !(starts_with_office || before.len() < s.start && office_ending(before))
+    });
 }
 
 /// Takes a sentence's full stop off the end of a span ("near Ridgewood Avenue." → "Ridgewood
@@ -646,6 +689,26 @@ mod tests {
         let got = run_with(&table, t, vec![], p);
         let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
         assert_eq!(texts, ["Emeka", "Hope", "Emeka", "Hope"]);
+    }
+
+    #[test]
+    fn public_figures_named_with_their_office_are_no_identifiers() {
+        let text = "CEO Elon Musk met President Volodymyr Zelensky; Ana Presidente and \
+                    Pope Francis; Senator's aide Jo Park";
+        let name = |w: &str| {
+            let start = text.find(w).expect("in text");
+            Span::pattern(start, start + w.len(), "NAME", 0.9, "t")
+        };
+        let mut v = vec![
+            name("Elon Musk"),
+            name("Volodymyr Zelensky"),
+            name("Ana Presidente"),
+            name("Pope Francis"),
+            name("Jo Park"),
+        ];
+        drop_public_offices(text, &mut v);
+        let got: Vec<&str> = v.iter().map(|s| &text[s.start..s.end]).collect();
+        assert_eq!(got, ["Ana Presidente", "Jo Park"]);
     }
 
     #[test]
