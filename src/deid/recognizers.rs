@@ -1773,6 +1773,15 @@ mod tests {
             org,
             "TRI-CITIES NEPHROLOGY, P.C",
         );
+        let loc = "LOCATION";
+        finds("transport to MGH via LRTA", loc, "MGH");
+        finds(
+            "a second opinion at \"mass general\" -",
+            loc,
+            "mass general",
+        );
+        finds("treated at wills eye with", loc, "wills eye");
+        finds("Images pushed to UCSF (3/11)", loc, "UCSF");
         // A brand that is also a listed town is no place.
         finds_none_in(&listed, "He drives a Honda now", "CITY");
         finds_in(&listed, "a stopover in Doha", "CITY", "Doha");
