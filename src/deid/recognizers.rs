@@ -60,6 +60,8 @@ struct ClinicalTextSpec {
 struct ClinicalText {
     min_cues: usize,
     cues: HashSet<String>,
+    /// The longest cue, in bytes: a longer word is no cue and is not lower-cased.
+    longest: usize,
 }
 
 impl ClinicalText {
@@ -67,8 +69,7 @@ impl ClinicalText {
         let mut seen: Vec<&str> = Vec::with_capacity(self.min_cues);
         let mut word = String::new();
         for w in text.split(|c: char| !c.is_alphanumeric()) {
-            // Cue words are short: a longer word can be none, so it is not lower-cased.
-            if w.is_empty() || w.len() > 16 {
+            if w.is_empty() || w.len() > self.longest {
                 continue;
             }
             word.clear();
@@ -296,9 +297,11 @@ impl Recognizers {
                         "clinical_text: min_cues must be 1..=number of cues".into()
                     ));
                 }
+                let cues: HashSet<String> = c.cues.iter().map(|w| w.to_lowercase()).collect();
                 clinical = Some(ClinicalText {
                     min_cues: c.min_cues,
-                    cues: c.cues.iter().map(|w| w.to_lowercase()).collect(),
+                    longest: cues.iter().map(String::len).max().unwrap_or(0),
+                    cues,
                 });
             }
             for p in spec.pattern {
@@ -1179,6 +1182,7 @@ mod tests {
         let c = ClinicalText {
             min_cues: 3,
             cues: ["pt", "mg", "bp"].map(String::from).into(),
+            longest: 2,
         };
         assert!(c.holds("Pt on lisinopril 10 MG daily, BP 140/90."));
         // One cue three times is one cue.

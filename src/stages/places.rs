@@ -20,14 +20,13 @@ const CARE_MODIFIERS: &[&str] = &["downtown", "main", "satellite", "outpatient"]
 pub fn whole_places(text: &str, v: &mut Vec<Span>) {
     for i in 0..v.len() {
         let name = canonical_label(&v[i].label).hipaa_class == "A_NAMES";
+        let ceiling = v.get(i + 1).map_or(text.len(), |n| n.start);
         if name {
-            let ceiling = v.get(i + 1).map_or(text.len(), |n| n.start);
             if let Some(len) = head_after(&text[v[i].end..ceiling], &[PLACE_HEADS]) {
                 v[i].end += len;
                 v[i].label = "LOCATION".into();
             }
         } else if is_place(&v[i]) || is_organization(&v[i]) {
-            let ceiling = v.get(i + 1).map_or(text.len(), |n| n.start);
             let rest = &text[v[i].end..ceiling];
             if let Some(len) = care_word_after(rest) {
                 v[i].end += len;
@@ -42,9 +41,8 @@ pub fn whole_places(text: &str, v: &mut Vec<Span>) {
             {
                 v[i].end += len;
             }
-            if is_organization(&v[i]) || canonical_label(&v[i].label).name == "LOCATION" {
-                let rest = &text[v[i].end..ceiling];
-                v[i].end += of_place_after(rest).unwrap_or(0);
+            if is_site(&v[i]) {
+                v[i].end += of_place_after(&text[v[i].end..ceiling]).unwrap_or(0);
             }
         }
     }
@@ -53,7 +51,7 @@ pub fn whole_places(text: &str, v: &mut Vec<Span>) {
         .iter()
         .enumerate()
         // A town's code in parentheses is an airport's ("Newark (EWR)"), no identifier.
-        .filter(|(_, s)| is_organization(s) || canonical_label(&s.label).name == "LOCATION")
+        .filter(|(_, s)| is_site(s))
         .filter_map(|(i, s)| {
             let ceiling = v.get(i + 1).map_or(text.len(), |n| n.start);
             let (from, to) = abbreviation_after(&text[s.end..ceiling])?;
@@ -370,6 +368,11 @@ fn is_place(s: &Span) -> bool {
 
 fn is_organization(s: &Span) -> bool {
     canonical_label(&s.label).name == "ORGANIZATION"
+}
+
+/// An organization or a named place, not a town: what an abbreviation or "of <place>" follows.
+fn is_site(s: &Span) -> bool {
+    matches!(canonical_label(&s.label).name, "ORGANIZATION" | "LOCATION")
 }
 
 #[cfg(test)]

@@ -184,14 +184,14 @@ fn drop_public_offices(text: &str, v: &mut Vec<Span>) {
 /// Takes a sentence's full stop off the end of a span ("near Ridgewood Avenue." → "Ridgewood
 /// Avenue"), which the model's last token often holds; an abbreviation keeps its dot ("Main St.",
 /// "Jr.").
-fn drop_sentence_dots(text: &str, v: &mut Vec<Span>) {
+fn drop_sentence_dots(text: &str, v: &mut [Span]) {
     for s in v.iter_mut() {
         let t = &text[s.start..s.end];
+        // A lone "." counts as an abbreviation's dot, so no span is left empty.
         if t.ends_with('.') && !t.ends_with("..") && !is_abbreviation_dot(t) {
             s.end -= 1;
         }
     }
-    v.retain(|s| s.end > s.start);
 }
 
 /// Greetings and e-mail field labels in the languages the model reads, which it takes for
@@ -695,10 +695,7 @@ mod tests {
     fn public_figures_named_with_their_office_are_no_identifiers() {
         let text = "CEO Elon Musk met President Volodymyr Zelensky; Ana Presidente and \
                     Pope Francis; Senator's aide Jo Park";
-        let name = |w: &str| {
-            let start = text.find(w).expect("in text");
-            Span::pattern(start, start + w.len(), "NAME", 0.9, "t")
-        };
+        let name = |w: &str| Span::model_at(text, w, "NAME");
         let mut v = vec![
             name("Elon Musk"),
             name("Volodymyr Zelensky"),
@@ -714,10 +711,7 @@ mod tests {
     #[test]
     fn a_sentences_full_stop_is_no_part_of_a_span() {
         let text = "Seen near Ridgewood Avenue. Lives on Main St. today";
-        let road = |w: &str| {
-            let start = text.find(w).expect("in text");
-            Span::pattern(start, start + w.len(), "STREET_ADDRESS", 0.9, "t")
-        };
+        let road = |w: &str| Span::model_at(text, w, "STREET_ADDRESS");
         let mut v = vec![road("Ridgewood Avenue."), road("Main St.")];
         drop_sentence_dots(text, &mut v);
         let got: Vec<&str> = v.iter().map(|s| &text[s.start..s.end]).collect();
