@@ -481,15 +481,17 @@ impl Recognizers {
     /// Every validated finding, overlaps resolved: higher priority wins, then higher score,
     /// then the longer match, then the earlier one; a named place holding whole named places
     /// replaces them (see below). Sorted by start.
+    /// Whether `text` is clinical by the loaded files' `[clinical_text]` cues (never without).
+    pub fn is_clinical(&self, text: &str) -> bool {
+        self.clinical.as_ref().is_some_and(|c| c.holds(text))
+    }
+
     pub fn find(&self, text: &str) -> Vec<Finding> {
         let mut all = Vec::new();
         let regexes = self.regexes.take();
         let mut clinical = None;
         for (p, regex) in self.patterns.iter().zip(regexes.iter()) {
-            if p.clinical_only
-                && !*clinical
-                    .get_or_insert_with(|| self.clinical.as_ref().is_some_and(|c| c.holds(text)))
-            {
+            if p.clinical_only && !*clinical.get_or_insert_with(|| self.is_clinical(text)) {
                 continue;
             }
             let names = labels::canonical_label(p.label).hipaa_class == "A_NAMES";

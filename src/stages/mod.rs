@@ -7,7 +7,9 @@
 
 pub mod aggregate;
 pub mod infer;
+pub mod letterhead;
 pub mod merge;
+pub mod ocr_digits;
 pub mod places;
 pub mod recognize;
 pub mod sentence;

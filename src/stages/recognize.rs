@@ -19,6 +19,8 @@
 //! model span if there is one, else by the higher score. Nothing here ever shrinks a span, so
 //! the characters covered never decrease.
 
+use super::letterhead;
+use super::ocr_digits;
 use super::places;
 use super::span::{Source, Span, Spans};
 use super::speakers;
@@ -57,7 +59,10 @@ pub fn recognize(
     }
     let text = spans.original.clone();
     let findings = if p.smart_merging || p.safety_sweep {
-        let mut f = recognizers.find(&text);
+        let mut f = match ocr_digits::repaired(&text) {
+            Some(read) => recognizers.find(&read),
+            None => recognizers.find(&text),
+        };
         // A name found by its context whose words are all common words, none a given name, is
         // a heading or a role ("reviewed by Attending Provider", "Vital Signs"), not a person.
         f.retain(|f| {
@@ -130,6 +135,12 @@ pub fn recognize(
     if p.whole_places {
         let lower = places::lower_case_places(&text);
         v = with_added(v, lower);
+        // Outside clinical text the line above an address is mostly a company's in a contact
+        // block, no place of the person's.
+        if recognizers.is_clinical(&text) {
+            let heads = letterhead::letterheads(&text, &v);
+            v = with_added(v, heads);
+        }
         places::whole_places(&text, &mut v);
     }
     drop_greetings(&text, &mut v);

@@ -1,0 +1,213 @@
+//! Letterheads: a line of capitalized words right above a street address (or before one on the
+//! same line, after a comma) names whoever sits at that address: "RIVERSIDE INTERNAL MEDICINE" /
+//! "415 Water Street", "North Shore Pulmonary & Sleep" / "One Hutchinson Place, Suite 210",
+//! "Little Sprouts Pediatrics, 880 Riverside Pkwy". Such names end in any word, so no list of
+//! head words finds them all; their place in the letter does. A person's name there is left to
+//! the name recognizers, and a line of only generic office words ("Billing Office", "Attorneys at
+//! Law") names no one.
+
+use super::span::Span;
+use crate::deid::canonical_label;
+
+/// Lower-case words a name may hold ("Department of Health and Human Services").
+const CONNECTORS: &[&str] = &[
+    "of", "and", "&", "the", "for", "at", "on", "de", "del", "la", "du", "des", "y", "-", "--",
+    "–", "—", "|",
+];
+
+/// Words of a line that names an office, a role or the letter itself, not a place of its own.
+#[rustfmt::skip]
+const GENERIC: &[&str] = &[
+    "billing", "office", "offices", "attorneys", "attorney", "law", "department", "dept", "services",
+    "service", "division", "emergency", "clinic", "hospital", "medical", "center", "centre",
+    "health", "records", "record", "information", "management", "patient", "patients",
+    "financial", "determination", "disability", "administration", "business", "accounts",
+    "mailing", "address", "home", "confidential", "private", "personal", "fax", "cover",
+    "sheet", "transmittal", "summary", "report", "note", "letter", "referral", "referrals",
+    "correspondence", "customer", "claims", "appeals", "member", "members", "provider",
+    "relations", "human", "resources", "payroll", "admissions", "registration", "new",
+    "to", "from", "re", "attn", "attention", "dear", "sincerely", "regards", "via", "manager",
+    "coordinator", "director", "assistant", "nurse", "clerk", "associate", "specialist", "care",
+    "case",
+    "representative", "officer", "supervisor", "team", "unit", "garage", "yard", "estate", "sale",
+];
+
+/// Legal forms a name keeps after its comma ("TRI-CITIES NEPHROLOGY, P.C."); any other words
+/// after a comma are a department or a role ("…'s Office, Child Abuse Division").
+const LEGAL_FORMS: &[&str] = &[
+    "P.C.", "PC", "P.A.", "PA", "PLLC", "LLC", "LLP", "Inc.", "Inc", "Ltd.", "Ltd", "LTD", "INC",
+    "INC.", "Co.", "Corp.",
+];
+
+/// A day and its month look like a house number and its street ("On Friday, 7 March").
+#[rustfmt::skip]
+const MONTHS: &[&str] = &[
+    "January", "February", "March", "April", "May", "June", "July", "August", "September",
+    "October", "November", "December", "Jan", "Feb", "Mar", "Apr", "Jun", "Jul", "Aug", "Sep",
+    "Sept", "Oct", "Nov", "Dec",
+];
+
+/// Titles that start a person's line, left to the name recognizers.
+const TITLES: &[&str] = &[
+    "Dr", "Dr.", "Mr", "Mr.", "Mrs", "Mrs.", "Ms", "Ms.", "Miss", "Prof.",
+];
+
+/// Organizations named on the line above, or at the start of the line before, a street address;
+/// `v` holds the spans found so far (sorted), which a person's name on that line leaves alone.
+pub fn letterheads(text: &str, v: &[Span]) -> Vec<Span> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    let mut lines = text.split_inclusive('\n').peekable();
+    while let Some(line) = lines.next() {
+        let start = at;
+        at += line.len();
+        let head = match lines.peek() {
+            Some(next) if starts_with_address(next.trim_start()) => Some(line.trim_end()),
+            _ => same_line_head(line),
+        };
+        let Some(head) = head else { continue };
+        let lead = head.len() - head.trim_start().len();
+        let Some(len) = name_length(head.trim_start()) else {
+            continue;
+        };
+        let (from, to) = (start + lead, start + lead + len);
+        let named_person = v.iter().any(|s| {
+            s.start < to && s.end > from && canonical_label(&s.label).hipaa_class == "A_NAMES"
+        });
+        if !named_person {
+            out.push(Span::pattern(from, to, "ORGANIZATION", 0.7, "letterhead"));
+        }
+    }
+    out
+}
+
+/// The part of `line` before ", <house number> <Street>", when the line starts with it.
+fn same_line_head(line: &str) -> Option<&str> {
+    let cut = line
+        .match_indices(", ")
+        .map(|(i, _)| i)
+        .find(|&i| starts_with_address(&line[i + 2..]))?;
+    Some(&line[..cut])
+}
+
+/// A street line: a house number and a capitalized word ("415 Water Street", "7115 W. Okanogan
+/// Ave"), "One"/"Two" and a place ("One Hutchinson Place"), or a PO box.
+fn starts_with_address(s: &str) -> bool {
+    let mut words = s.split([' ', '\t']).filter(|w| !w.is_empty());
+    let (Some(first), Some(second)) = (words.next(), words.next()) else {
+        return false;
+    };
+    let capital = |w: &str| w.starts_with(|c: char| c.is_uppercase());
+    let digits = first.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let number = (1..=6).contains(&digits.len())
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && first.len() - digits.len() <= 1;
+    let box_line = matches!(first, "PO" | "P.O." | "P.O" | "POB") && second.starts_with("Box");
+    let month = MONTHS
+        .iter()
+        .any(|m| second.trim_end_matches([',', '.']).eq_ignore_ascii_case(m));
+    (number || matches!(first, "One" | "Two")) && capital(second) && !month || box_line
+}
+
+/// The byte length of the name `head` is, or None when it is no name: one to eight capitalized
+/// words and connectors, no digits, no colon, not only generic words. A dash or a bar ends it
+/// unless one word, a campus, follows ("Maine District Court - Bangor").
+fn name_length(head: &str) -> Option<usize> {
+    if head.contains([':', '@', '/', '(', '*', '#', '"'])
+        || head.chars().any(|c| c.is_ascii_digit())
+        || head.len() > 70
+    {
+        return None;
+    }
+    let words: Vec<(usize, &str)> = head
+        .split_inclusive([' ', '\t'])
+        .scan(0usize, |at, w| {
+            let start = *at;
+            *at += w.len();
+            Some((start, w.trim_end()))
+        })
+        .filter(|(_, w)| !w.is_empty())
+        .collect();
+    let dash = words
+        .iter()
+        .position(|(_, w)| matches!(*w, "-" | "--" | "–" | "—" | "|"));
+    let words = match dash {
+        Some(d) if words.len() - d == 2 => &words[..],
+        Some(d) => &words[..d],
+        None => &words[..],
+    };
+    let comma = words.iter().position(|(_, w)| w.ends_with(','));
+    let words = match comma {
+        Some(c) if words[c + 1..].iter().all(|(_, w)| LEGAL_FORMS.contains(w)) => words,
+        Some(c) => &words[..=c],
+        None => words,
+    };
+    let (first, last) = (words.first()?, words.last()?);
+    if words.len() > 8 || TITLES.contains(&first.1) || CONNECTORS.contains(&first.1) {
+        return None;
+    }
+    let mut named = false;
+    for (_, w) in words {
+        let core = w.trim_end_matches([',', '.']);
+        if CONNECTORS.contains(&core) {
+            continue;
+        }
+        if !core.starts_with(|c: char| c.is_uppercase()) {
+            return None;
+        }
+        named |= !GENERIC.contains(&core.to_lowercase().as_str());
+    }
+    let end = last.0 + last.1.trim_end_matches(',').len();
+    (named && !CONNECTORS.contains(&last.1)).then_some(end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn heads(text: &str, v: &[Span]) -> Vec<String> {
+        letterheads(text, v)
+            .iter()
+            .map(|s| text[s.start..s.end].to_string())
+            .collect()
+    }
+
+    #[test]
+    fn the_line_above_a_street_names_its_organization() {
+        let text = "RIVERSIDE INTERNAL MEDICINE\n415 Water Street  |  Augusta, ME 04330\n\
+                    FAX TRANSMITTAL\nTRI-CITIES NEPHROLOGY, P.C.\n7115 W. Okanogan Ave\n\
+                    North Shore Pulmonary & Sleep\nOne Hutchinson Place, Suite 210\n\
+                    Maine District Court - Bangor\n78 Exchange St\n\
+                    Valley Crest Hospital - Department of Pathology\n12 Elm Rd\n\
+                    Harris County District Attorney's Office, Child Abuse Division\n1201 Franklin St";
+        assert_eq!(
+            heads(text, &[]),
+            [
+                "RIVERSIDE INTERNAL MEDICINE",
+                "TRI-CITIES NEPHROLOGY, P.C.",
+                "North Shore Pulmonary & Sleep",
+                "Maine District Court - Bangor",
+                "Valley Crest Hospital",
+                "Harris County District Attorney's Office",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_name_before_a_street_on_its_line_is_one_too() {
+        let text = "Little Sprouts Pediatrics, 880 Riverside Pkwy Ste 110, Grand Junction";
+        assert_eq!(heads(text, &[]), ["Little Sprouts Pediatrics"]);
+    }
+
+    #[test]
+    fn offices_people_sentences_and_labels_are_not() {
+        let text = "Billing Office\n12 Main St\nAttorneys at Law\n1 Financial Plaza\n\
+                    Dr. Anil Rao\n22 Oak Ave\nAddress: Home\n5 Pine Rd\n\
+                    She moved to the house at\n14 Birch Lane\nThandeka Mokoena\n9 Kloof St\n\
+                    Tove Lindgren, RN\nCare Manager\n4 East Riverbend Health\n\
+                    Suite 4, 15 Main St\nThe patient lives at 12 Elm St\n\
+                    On Friday, 7 March, Year 6 will visit\nat Our Lady Parish Hall\n1875 Ridge Road";
+        let names = [Span::model_at(text, "Thandeka Mokoena", "NAME")];
+        assert!(heads(text, &names).is_empty(), "{:?}", heads(text, &names));
+    }
+}
