@@ -180,6 +180,9 @@ pub struct Finding {
     pub priority: i32,
     /// Only joins model fragments; never added on its own.
     pub merge_only: bool,
+    /// The match holds the label or the title naming what it found ("SSN:", "Dr."): a name
+    /// found so stands even when all its words are ordinary words ("Dr. Hall").
+    pub labelled: bool,
 }
 
 /// The loaded pattern table.
@@ -478,14 +481,14 @@ impl Recognizers {
         .expect("shipped recognizers load")
     }
 
-    /// Every validated finding, overlaps resolved: higher priority wins, then higher score,
-    /// then the longer match, then the earlier one; a named place holding whole named places
-    /// replaces them (see below). Sorted by start.
     /// Whether `text` is clinical by the loaded files' `[clinical_text]` cues (never without).
     pub fn is_clinical(&self, text: &str) -> bool {
         self.clinical.as_ref().is_some_and(|c| c.holds(text))
     }
 
+    /// Every validated finding, overlaps resolved: higher priority wins, then higher score,
+    /// then the longer match, then the earlier one; a named place holding whole named places
+    /// replaces them (see below). Sorted by start.
     pub fn find(&self, text: &str) -> Vec<Finding> {
         let mut all = Vec::new();
         let regexes = self.regexes.take();
@@ -555,6 +558,7 @@ impl Recognizers {
                     pattern: p.id.clone(),
                     priority: p.priority,
                     merge_only: p.merge_only,
+                    labelled: p.labelled,
                 });
             }
         }
@@ -1791,6 +1795,101 @@ mod tests {
         // A brand that is also a listed town is no place.
         finds_none_in(&listed, "He drives a Honda now", "CITY");
         finds_in(&listed, "a stopover in Doha", "CITY", "Doha");
+    }
+
+    #[test]
+    fn grouped_numbers_kin_plates_and_months_of_session_19() {
+        let listed = Recognizers::builtin_with_stand_in_gazetteers();
+        for (text, label, value) in [
+            (
+                "Folder no: GVH 2210-448-7 Patient",
+                "MEDICAL_RECORD_NUMBER",
+                "GVH 2210-448-7",
+            ),
+            (
+                "Hosp no: VRP 118-774 Status",
+                "MEDICAL_RECORD_NUMBER",
+                "VRP 118-774",
+            ),
+            (
+                "OHIP 4582 771 093 KT   Chart",
+                "HEALTH_PLAN_NUMBER",
+                "4582 771 093 KT",
+            ),
+            (
+                "Medicare No: 2123 45670 1   IRN 2",
+                "HEALTH_PLAN_NUMBER",
+                "2123 45670 1",
+            ),
+            (
+                "NHIA enrolment no.: FCT/0442/18873/A  Thank",
+                "HEALTH_PLAN_NUMBER",
+                "FCT/0442/18873/A",
+            ),
+            (
+                "Our Ref: CSH/MED/23/0917 12th October",
+                "OTHER_IDENTIFIER",
+                "CSH/MED/23/0917",
+            ),
+            (
+                "Midwife: Shona Baird, RM (NMC PIN 18A2231S)",
+                "LICENSE_NUMBER",
+                "18A2231S",
+            ),
+            ("TNMC Reg. 98814", "LICENSE_NUMBER", "98814"),
+            (
+                "Aadhaar (for ABHA) : xxxx xxxx 8812",
+                "SSN",
+                "xxxx xxxx 8812",
+            ),
+            ("NI number QQ 12 34 56 C has", "SSN", "QQ 12 34 56 C"),
+            (
+                "Two-wheeler (TN 09 BX 4471) skid",
+                "LICENSE_PLATE",
+                "TN 09 BX 4471",
+            ),
+            (
+                "Veicolo targa FG 418 KT, intestato",
+                "LICENSE_PLATE",
+                "FG 418 KT",
+            ),
+            (
+                "Card on file ending 0071. Special",
+                "ACCOUNT_NUMBER",
+                "0071",
+            ),
+            (
+                "Switch (02) 4222 5000  DISCHARGE",
+                "PHONE",
+                "(02) 4222 5000",
+            ),
+            (
+                "Dr Tomasz Wróblewski, FY2, bleep 2281, 16/02",
+                "PHONE",
+                "2281",
+            ),
+            ("DOB 1/19/1933 (91 y)   Acct", "AGE", "91"),
+            (
+                "files TALLCHIEF_R_FACE_LOBL_20240123.jpg",
+                "PHOTO",
+                "TALLCHIEF_R_FACE_LOBL_20240123.jpg",
+            ),
+            ("(ID photo 23-04417-01)", "PHOTO", "23-04417-01"),
+            ("guy came out aug 3, charged", "DATE", "aug 3"),
+            ("se me acabaron en diciembre y", "DATE", "diciembre"),
+            ("(diagnosi marzo 2019).", "DATE", "marzo 2019"),
+            ("Mum Losa present.", "NAME", "Losa"),
+            ("Agent (Lovely): Thanks", "FIRST_NAME", "Lovely"),
+            ("bilateral (Dr. Hall) Age 71", "NAME", "Hall"),
+        ] {
+            finds_in(&listed, text, label, value);
+        }
+        // A family history's entry, a street's "Dr.", a month's day with its unit, May the verb.
+        finds_none_in(&listed, "Mother: Yes. Father Soft at 80.", "NAME");
+        finds_none_in(&listed, "our new home on Pinecrest Dr. Thanks for", "NAME");
+        finds_none_in(&listed, "I may 3 times", "DATE");
+        finds_none_in(&listed, "dec 2 mg", "DATE");
+        finds_none_in(&listed, "Group: NCMCD-04 Secondary", "HEALTH_PLAN_NUMBER");
     }
 
     #[test]

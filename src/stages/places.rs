@@ -174,7 +174,9 @@ const LOWER_HEADS: &[&str] = &[
     "community hospital", "memorial hospital", "general hospital", "regional medical center",
     "medical center", "health center", "high school", "middle school", "elementary school",
     "state university", "hospital", "university", "college", "church", "healthcare", "casino",
-    "academy", "elementary",
+    "academy", "elementary", "family dentistry", "dentistry", "orthopedics", "orthopaedics",
+    "eye associates", "associates", "medical group", "health centre", "medical centre",
+    "urgent care", "tavern", "grocers",
 ];
 
 /// Words that end the walk back from a place word: function words, generic modifiers and
@@ -194,6 +196,7 @@ const NOT_PLACE_WORDS: &[&str] = &[
     "christian", "baptist", "methodist", "lutheran", "episcopal", "jewish", "presbyterian",
     "any", "no", "which", "what", "nearest", "closest", "area", "district", "hospital",
     "university", "college", "school", "church", "clinic", "near", "via", "per", "dr",
+    "pediatric", "paediatric", "cosmetic", "outpatient", "inpatient", "sports",
 ];
 
 /// "St. Joseph's Health in Detroit", "Bayou City Dialysis - Pasadena": a place of care, " in ",

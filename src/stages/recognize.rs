@@ -64,11 +64,13 @@ pub fn recognize(
             None => recognizers.find(&text),
         };
         // A name found by its context whose words are all common words, none a given name, is
-        // a heading or a role ("reviewed by Attending Provider", "Vital Signs"), not a person.
+        // a heading or a role ("reviewed by Attending Provider", "Vital Signs"), not a person;
+        // one after a title or a kinship word in the match stays ("Dr. Hall", "wife Mere").
         f.retain(|f| {
             f.score >= p.min_finding_score
-                && !(canonical_label(f.label).hipaa_class == "A_NAMES"
-                    && recognizers.is_common_phrase(&text[f.start..f.end]))
+                && (f.labelled
+                    || !(canonical_label(f.label).hipaa_class == "A_NAMES"
+                        && recognizers.is_common_phrase(&text[f.start..f.end])))
         });
         f
     } else {

@@ -1,20 +1,90 @@
 //! Chat and transcript speakers, found by the recognize stage when the pipeline asks
 //! (`speakers`): in a text where at least two labels each open two or more lines ("Guga: sim!!",
-//! "hope: omg", "[9:15] Maya Patel: ok"), or three or more labels open four or more lines and
-//! one of them opens two (a group chat), every such label is a person, listed in a gazetteer
-//! or not. Form fields ("Subject:", "Mother:") and section headings are ordinary words, and
+//! "hope: omg", "[9:15] Maya Patel: ok"), two labels take turns over three lines or more (a
+//! dialogue), or three or more labels open four or more lines and one of them opens two (a group
+//! chat), every such label is a person, listed in a gazetteer or not. Form fields ("Subject:", "Mother:") and section headings are ordinary words, and
 //! clinical abbreviations ("HPI:", "dx:") are no names, so neither ever counts.
 
 use std::collections::HashMap;
 
 use super::span::Span;
 
-/// Short labels that open lines in notes and e-mails without naming anyone.
+/// Short labels that open lines in notes and e-mails, and the roles of a support chat or an
+/// interview in other languages, which name no one.
 const NOT_SPEAKERS: &[&str] = &[
-    "pt", "hx", "dx", "rx", "tx", "sx", "fx", "cc", "bcc", "hpi", "ros", "pmh", "psh", "fh", "sh",
-    "gi", "gu", "ent", "cv", "bp", "hr", "rr", "ap", "imp", "re", "fw", "fwd", "ps", "nb", "ok",
-    "ext", "tel", "fax", "mob", "ph", "attn", "dob", "mrn", "ssn", "eta", "fyi", "tldr", "edit",
-    "update", "upd",
+    "pt",
+    "hx",
+    "dx",
+    "rx",
+    "tx",
+    "sx",
+    "fx",
+    "cc",
+    "bcc",
+    "hpi",
+    "ros",
+    "pmh",
+    "psh",
+    "fh",
+    "sh",
+    "gi",
+    "gu",
+    "ent",
+    "cv",
+    "bp",
+    "hr",
+    "rr",
+    "ap",
+    "imp",
+    "re",
+    "fw",
+    "fwd",
+    "ps",
+    "nb",
+    "ok",
+    "ext",
+    "tel",
+    "fax",
+    "mob",
+    "ph",
+    "attn",
+    "dob",
+    "mrn",
+    "ssn",
+    "eta",
+    "fyi",
+    "tldr",
+    "edit",
+    "update",
+    "upd",
+    "agente",
+    "cliente",
+    "usuario",
+    "usuaria",
+    "operador",
+    "operadora",
+    "atendente",
+    "kunde",
+    "kundin",
+    "mitarbeiter",
+    "conseiller",
+    "conseillère",
+    "utilisateur",
+    "klant",
+    "medewerker",
+    "klient",
+    "konsultant",
+    "müşteri",
+    "temsilci",
+    "pelanggan",
+    "khách",
+    "paciente",
+    "médico",
+    "médica",
+    "enfermera",
+    "enfermero",
+    "intérprete",
+    "doctora",
 ];
 
 /// Longest label word, in characters.
@@ -40,8 +110,15 @@ pub fn chat_speakers(text: &str, ordinary: impl Fn(&str) -> bool) -> Vec<Span> {
     counts.retain(|label, _| !is_not_speaker(label, &ordinary));
     let repeated = counts.values().filter(|&&n| n >= 2).count();
     let lines: usize = counts.values().sum();
-    // Two regulars, or a group chat where many speak once and one of them again.
-    if !(repeated >= 2 || (repeated >= 1 && counts.len() >= 3 && lines >= 4)) {
+    // Two speakers taking turns, three lines or more ("Kasia: …", "Piotrek: …", "Kasia: …").
+    let kept: Vec<String> = labels
+        .iter()
+        .map(key)
+        .filter(|k| counts.contains_key(k))
+        .collect();
+    let turns = counts.len() == 2 && lines >= 3 && kept.windows(2).all(|w| w[0] != w[1]);
+    // Two regulars, a dialogue, or a group chat where many speak once and one of them again.
+    if !(repeated >= 2 || turns || (repeated >= 1 && counts.len() >= 3 && lines >= 4)) {
         return Vec::new();
     }
     labels
@@ -141,12 +218,16 @@ mod tests {
         // A group chat: many speak once, one of them again.
         let group = "Faith: pitch booked 9-11\nRhys: bibs\nAmit: ya\nFaith: rip\n";
         assert_eq!(found(group), ["Faith", "Rhys", "Amit", "Faith"]);
+        // Two taking turns.
+        let dialogue = "Kasia: mama pyta\nPiotrek: ta\nKasia: super\n";
+        assert_eq!(found(dialogue), ["Kasia", "Piotrek", "Kasia"]);
     }
 
     #[test]
     fn fields_headings_and_single_mentions_are_not() {
-        // One recurring label is not a conversation, nor three labels on three lines.
-        assert!(found("Marcus: I told you\nJo: ok\nMarcus: fine\n").is_empty());
+        // One recurring label is not a conversation unless two take turns, nor three labels on
+        // three lines.
+        assert!(found("Marcus: I told you\nJo: ok\nJo: fine\n").is_empty());
         assert!(found("Ana: a\nLeo: b\nAna: c\nJo: d\nJo: e\n").len() == 5);
         assert!(found("Marcus: a\nJo: b\nLeo: c\n").is_empty());
         // Fields and headings repeat in forms and notes.
