@@ -68,23 +68,26 @@ fn safe_harbor_recall_on_the_synthetic_corpus() {
 /// regression floor like the synthetic corpus. The held-out probe sets (`heldout-*`) were
 /// written blind and never looked at: `heldout-clinical` and `heldout-general` after session
 /// 16's changes, `heldout-2-*` during session 17, first measured at its end. `probe-notes-4`
-/// and `probe-general-4` were written blind in session 18 and then tuned on.
-const SET_FLOORS: [(&str, f64, f64, usize); 18] = [
+/// and `probe-general-4` were written blind in session 18, `probe-notes-5` and
+/// `probe-general-5` in session 19, and then tuned on.
+const SET_FLOORS: [(&str, f64, f64, usize); 20] = [
     ("asq-phi-dev", 0.987, 0.98, 1),
     ("asq-phi-test", 0.979, 0.985, 3),
-    ("probe-clinical", 0.970, 0.944, 43),
-    ("probe-general", 0.94, 0.94, 66),
+    ("probe-clinical", 0.972, 0.944, 39),
+    ("probe-general", 0.941, 0.94, 65),
     ("probe-queries", 0.981, 0.915, 9),
-    ("probe-notes", 0.965, 0.90, 38),
-    ("probe-general-2", 0.932, 0.90, 61),
-    ("probe-notes-3", 0.969, 0.915, 44),
-    ("probe-general-3", 0.881, 0.89, 153),
-    ("probe-notes-4", 0.912, 0.90, 128),
-    ("probe-general-4", 0.859, 0.875, 156),
-    ("heldout-clinical", 0.947, 0.89, 32),
-    ("heldout-general", 0.947, 0.86, 29),
-    ("heldout-2-clinical", 0.937, 0.91, 42),
-    ("heldout-2-general", 0.899, 0.865, 66),
+    ("probe-notes", 0.966, 0.90, 38),
+    ("probe-general-2", 0.934, 0.90, 59),
+    ("probe-notes-3", 0.971, 0.915, 43),
+    ("probe-general-3", 0.885, 0.89, 140),
+    ("probe-notes-4", 0.916, 0.90, 117),
+    ("probe-general-4", 0.863, 0.875, 150),
+    ("probe-notes-5", 0.942, 0.90, 72),
+    ("probe-general-5", 0.855, 0.89, 160),
+    ("heldout-clinical", 0.954, 0.89, 27),
+    ("heldout-general", 0.949, 0.86, 26),
+    ("heldout-2-clinical", 0.947, 0.91, 34),
+    ("heldout-2-general", 0.904, 0.865, 60),
     ("i2b2-philter", 0.99, 0.99, 0),
     ("presidio-dev", 0.991, 0.90, 12),
     ("presidio-test", 0.974, 0.90, 26),
