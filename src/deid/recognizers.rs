@@ -2114,11 +2114,8 @@ mod tests {
                 "OTHER_IDENTIFIER",
                 "SRMC/OP/24/003381",
             ),
-            (
-                "NI No: QQ 12 34 56 C Address",
-                "OTHER_IDENTIFIER",
-                "QQ 12 34 56 C",
-            ),
+            // A UK National Insurance number is the country's SSN (session 19).
+            ("NI No: QQ 12 34 56 C Address", "SSN", "QQ 12 34 56 C"),
             (
                 "IHI: 8003 6012 3456 7890 Present",
                 "OTHER_IDENTIFIER",
