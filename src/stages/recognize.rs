@@ -705,6 +705,30 @@ mod tests {
     }
 
     #[test]
+    fn titled_names_ocr_numbers_and_letterheads_reach_the_output() {
+        let table = Recognizers::builtin_with_stand_in_gazetteers();
+        // "Provider" is only an ordinary word, but the title names a person; the phone is read
+        // with OCR's "l" and "O" as digits and found where the text has them.
+        let t = "Reviewed by Dr. Provider. Hm ph: 865-426-7l3O";
+        let got = run_with(&table, t, vec![], SWEEP);
+        let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
+        assert_eq!(texts, ["Provider", "865-426-7l3O"]);
+        // A clinical letter's letterhead, above its street line.
+        let t = "RIVERSIDE INTERNAL MEDICINE\n415 Water Street\nPatient seen for discharge \
+                 planning, BP 128/80, MRN 4471203, metformin 500 mg.";
+        let p = RecognizeParams {
+            whole_places: true,
+            ..SWEEP
+        };
+        let got = run_with(&table, t, vec![], p);
+        assert!(
+            got.iter()
+                .any(|(v, l, _)| v == "RIVERSIDE INTERNAL MEDICINE" && l == "ORGANIZATION"),
+            "{got:?}"
+        );
+    }
+
+    #[test]
     fn public_figures_named_with_their_office_are_no_identifiers() {
         let text = "CEO Elon Musk met President Volodymyr Zelensky; Ana Presidente and \
                     Pope Francis; Senator's aide Jo Park";
