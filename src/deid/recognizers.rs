@@ -1881,6 +1881,9 @@ mod tests {
             ("Mum Losa present.", "NAME", "Losa"),
             ("Agent (Lovely): Thanks", "FIRST_NAME", "Lovely"),
             ("bilateral (Dr. Hall) Age 71", "NAME", "Hall"),
+            ("wt 104 kg (up 5 kg since Oct). JVP", "DATE", "Oct"),
+            ("Dr. Brandt, last seen February.", "DATE", "February"),
+            ("RTC 4 weeks, 10/4.", "DATE", "10/4"),
         ] {
             finds_in(&listed, text, label, value);
         }
@@ -1890,6 +1893,27 @@ mod tests {
         finds_none_in(&listed, "I may 3 times", "DATE");
         finds_none_in(&listed, "dec 2 mg", "DATE");
         finds_none_in(&listed, "Group: NCMCD-04 Secondary", "HEALTH_PLAN_NUMBER");
+        finds_none_in(&listed, "the UMWA Local 1638 retirees", "PHONE");
+        // Businesses by trade in a clinical text.
+        let note = |s: &str| format!("Pt seen in clinic, BP 128/80, on metformin 500 mg. {s}");
+        for (text, value) in [
+            (
+                "Referral to Lewis County Office for the Aging.",
+                "Lewis County Office for the Aging",
+            ),
+            (
+                "Fitting at Cedar Rapids Hearing & Balance.",
+                "Cedar Rapids Hearing & Balance",
+            ),
+            ("Towed to Ace Towing in Remsen.", "Ace Towing"),
+        ] {
+            finds_in(&listed, &note(text), "ORGANIZATION", value);
+        }
+        finds_none_in(
+            &listed,
+            &note("a grant through the local Area Agency on Aging"),
+            "ORGANIZATION",
+        );
     }
 
     #[test]

@@ -18,18 +18,17 @@ const CONNECTORS: &[&str] = &[
 /// Words of a line that names an office, a role or the letter itself, not a place of its own.
 #[rustfmt::skip]
 const GENERIC: &[&str] = &[
-    "billing", "office", "offices", "attorneys", "attorney", "law", "department", "dept", "services",
-    "service", "division", "emergency", "clinic", "hospital", "medical", "center", "centre",
-    "health", "records", "record", "information", "management", "patient", "patients",
-    "financial", "determination", "disability", "administration", "business", "accounts",
-    "mailing", "address", "home", "confidential", "private", "personal", "fax", "cover",
-    "sheet", "transmittal", "summary", "report", "note", "letter", "referral", "referrals",
-    "correspondence", "customer", "claims", "appeals", "member", "members", "provider",
-    "relations", "human", "resources", "payroll", "admissions", "registration", "new",
-    "to", "from", "re", "attn", "attention", "dear", "sincerely", "regards", "via", "manager",
-    "coordinator", "director", "assistant", "nurse", "clerk", "associate", "specialist", "care",
-    "case",
-    "representative", "officer", "supervisor", "team", "unit", "garage", "yard", "estate", "sale",
+    "billing", "office", "offices", "attorneys", "attorney", "law", "department", "dept",
+    "services", "service", "division", "emergency", "clinic", "hospital", "medical", "center",
+    "centre", "health", "records", "record", "information", "management", "patient", "patients",
+    "financial", "determination", "disability", "administration", "business", "accounts", "mailing",
+    "address", "home", "confidential", "private", "personal", "fax", "cover", "sheet",
+    "transmittal", "summary", "report", "note", "letter", "referral", "referrals", "correspondence",
+    "customer", "claims", "appeals", "member", "members", "provider", "relations", "human",
+    "resources", "payroll", "admissions", "registration", "new", "to", "from", "re", "attn",
+    "attention", "dear", "sincerely", "regards", "via", "manager", "coordinator", "director",
+    "assistant", "nurse", "clerk", "associate", "specialist", "care", "case", "representative",
+    "officer", "supervisor", "team", "unit", "garage", "yard", "estate", "sale",
 ];
 
 /// Legal forms a name keeps after its comma ("TRI-CITIES NEPHROLOGY, P.C."); any other words
