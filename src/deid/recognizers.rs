@@ -1884,6 +1884,17 @@ mod tests {
             ("wt 104 kg (up 5 kg since Oct). JVP", "DATE", "Oct"),
             ("Dr. Brandt, last seen February.", "DATE", "February"),
             ("RTC 4 weeks, 10/4.", "DATE", "10/4"),
+            ("Nkechi Eze 38F w/ sickle cell", "NAME", "Nkechi Eze"),
+            (
+                "at Hospice of the Valley.",
+                "ORGANIZATION",
+                "Hospice of the Valley",
+            ),
+            (
+                "contact 207.555.0614.  Ines Aldana-Brooks, PMHNP-BC",
+                "NAME",
+                "Ines Aldana-Brooks",
+            ),
         ] {
             finds_in(&listed, text, label, value);
         }
@@ -1894,6 +1905,8 @@ mod tests {
         finds_none_in(&listed, "dec 2 mg", "DATE");
         finds_none_in(&listed, "Group: NCMCD-04 Secondary", "HEALTH_PLAN_NUMBER");
         finds_none_in(&listed, "the UMWA Local 1638 retirees", "PHONE");
+        // "PT" is physical therapy as often as a credential.
+        finds_none_in(&listed, "She will need HH PT/OT and a nurse visit", "NAME");
         // Businesses by trade in a clinical text.
         let note = |s: &str| format!("Pt seen in clinic, BP 128/80, on metformin 500 mg. {s}");
         for (text, value) in [
