@@ -775,7 +775,14 @@ mod tests {
         let t = "Conrad Meyers 74M, wet AMD; his father Ole 92M and T 101F.";
         let at = |w: &str| Span::model_at(t, w, "BUILDING_NUMBER");
         let got = run(t, vec![at("74M"), at("92M")], SWEEP);
-        assert_eq!(got, vec![("92".into(), "AGE".into(), Source::Pattern)]);
+        // The two words before age and sex are the patient (session 19).
+        assert_eq!(
+            got,
+            vec![
+                ("Conrad Meyers".into(), "NAME".into(), Source::Pattern),
+                ("92".into(), "AGE".into(), Source::Pattern)
+            ]
+        );
     }
 
     #[test]
