@@ -666,6 +666,11 @@ enum Role {
     Year,
 }
 
+/// Whether `word` names a month, whole or abbreviated, in any case ("March", "sept", "DEC").
+pub(crate) fn is_month_name(word: &str) -> bool {
+    month_word(word).is_some()
+}
+
 fn month_word(word: &str) -> Option<(u32, NameKind)> {
     let lower = word.to_ascii_lowercase();
     if lower == "may" {

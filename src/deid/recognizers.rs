@@ -488,11 +488,21 @@ impl Recognizers {
 
     /// Every validated finding, overlaps resolved: higher priority wins, then higher score,
     /// then the longer match, then the earlier one; a named place holding whole named places
-    /// replaces them (see below). Sorted by start.
+    /// replaces them (see below). Sorted by start. Whether the text is clinical is worked out
+    /// when the first `clinical_only` pattern is reached.
     pub fn find(&self, text: &str) -> Vec<Finding> {
+        self.find_gated(text, None)
+    }
+
+    /// [`Recognizers::find`] for a caller that already knows whether the text is clinical
+    /// ([`Recognizers::is_clinical`]); `text` may be a same-length reading of it.
+    pub fn find_known(&self, text: &str, clinical: bool) -> Vec<Finding> {
+        self.find_gated(text, Some(clinical))
+    }
+
+    fn find_gated(&self, text: &str, mut clinical: Option<bool>) -> Vec<Finding> {
         let mut all = Vec::new();
         let regexes = self.regexes.take();
-        let mut clinical = None;
         for (p, regex) in self.patterns.iter().zip(regexes.iter()) {
             if p.clinical_only && !*clinical.get_or_insert_with(|| self.is_clinical(text)) {
                 continue;

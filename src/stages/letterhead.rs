@@ -6,8 +6,11 @@
 //! the name recognizers, and a line of only generic office words ("Billing Office", "Attorneys at
 //! Law") names no one.
 
+use super::merge::TITLES;
+use super::places::words_at;
 use super::span::Span;
 use crate::deid::canonical_label;
+use crate::deid::dates::is_month_name;
 
 /// Lower-case words a name may hold ("Department of Health and Human Services").
 const CONNECTORS: &[&str] = &[
@@ -36,19 +39,6 @@ const GENERIC: &[&str] = &[
 const LEGAL_FORMS: &[&str] = &[
     "P.C.", "PC", "P.A.", "PA", "PLLC", "LLC", "LLP", "Inc.", "Inc", "Ltd.", "Ltd", "LTD", "INC",
     "INC.", "Co.", "Corp.",
-];
-
-/// A day and its month look like a house number and its street ("On Friday, 7 March").
-#[rustfmt::skip]
-const MONTHS: &[&str] = &[
-    "January", "February", "March", "April", "May", "June", "July", "August", "September",
-    "October", "November", "December", "Jan", "Feb", "Mar", "Apr", "Jun", "Jul", "Aug", "Sep",
-    "Sept", "Oct", "Nov", "Dec",
-];
-
-/// Titles that start a person's line, left to the name recognizers.
-const TITLES: &[&str] = &[
-    "Dr", "Dr.", "Mr", "Mr.", "Mrs", "Mrs.", "Ms", "Ms.", "Miss", "Prof.",
 ];
 
 /// Organizations named on the line above, or at the start of the line before, a street address;
@@ -102,9 +92,8 @@ fn starts_with_address(s: &str) -> bool {
         && digits.bytes().all(|b| b.is_ascii_digit())
         && first.len() - digits.len() <= 1;
     let box_line = matches!(first, "PO" | "P.O." | "P.O" | "POB") && second.starts_with("Box");
-    let month = MONTHS
-        .iter()
-        .any(|m| second.trim_end_matches([',', '.']).eq_ignore_ascii_case(m));
+    // A day and its month look like a house number and its street ("On Friday, 7 March").
+    let month = is_month_name(second.trim_end_matches([',', '.']));
     (number || matches!(first, "One" | "Two")) && capital(second) && !month || box_line
 }
 
@@ -118,15 +107,7 @@ fn name_length(head: &str) -> Option<usize> {
     {
         return None;
     }
-    let words: Vec<(usize, &str)> = head
-        .split_inclusive([' ', '\t'])
-        .scan(0usize, |at, w| {
-            let start = *at;
-            *at += w.len();
-            Some((start, w.trim_end()))
-        })
-        .filter(|(_, w)| !w.is_empty())
-        .collect();
+    let words = words_at(head);
     let dash = words
         .iter()
         .position(|(_, w)| matches!(*w, "-" | "--" | "–" | "—" | "|"));
@@ -142,7 +123,9 @@ fn name_length(head: &str) -> Option<usize> {
         None => words,
     };
     let (first, last) = (words.first()?, words.last()?);
-    if words.len() > 8 || TITLES.contains(&first.1) || CONNECTORS.contains(&first.1) {
+    // A title starts a person's line, left to the name recognizers.
+    let title = TITLES.contains(&first.1.trim_end_matches('.'));
+    if words.len() > 8 || title || CONNECTORS.contains(&first.1) {
         return None;
     }
     let mut named = false;

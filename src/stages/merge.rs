@@ -157,8 +157,9 @@ const EPONYM_DISEASES: &[&str] = &[
     "Graves",
 ];
 
-/// Titles that make the possessive after them a person's ("Mr. Parkinson's wife").
-const TITLES: &[&str] = &["Mr", "Mrs", "Ms", "Miss", "Dr", "Prof"];
+/// Titles that make the possessive after them a person's ("Mr. Parkinson's wife"), and a line
+/// starting with one a person's (letterheads).
+pub(super) const TITLES: &[&str] = &["Mr", "Mrs", "Ms", "Miss", "Dr", "Prof"];
 
 /// A model span of one word, a name or a place, directly followed (after an optional "'s") by an
 /// eponym head ("Babinski sign", "Lyme disease"), or a disease eponym with its "'s" and no

@@ -109,15 +109,7 @@ pub fn lower_case_places(text: &str) -> Vec<Span> {
     if letters < 40 || upper * 50 > letters {
         return Vec::new();
     }
-    let words: Vec<(usize, &str)> = text
-        .split_inclusive(|c: char| c.is_whitespace())
-        .scan(0usize, |at, w| {
-            let start = *at;
-            *at += w.len();
-            Some((start, w.trim_end()))
-        })
-        .filter(|(_, w)| !w.is_empty())
-        .collect();
+    let words = words_at(text);
     fn core(w: &str) -> &str {
         w.trim_matches(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
     }
@@ -165,6 +157,18 @@ pub fn lower_case_places(text: &str) -> Vec<Span> {
         i += head_len;
     }
     out
+}
+
+/// The whitespace-separated words of `text` with their byte offsets.
+pub(super) fn words_at(text: &str) -> Vec<(usize, &str)> {
+    text.split_inclusive(char::is_whitespace)
+        .scan(0usize, |at, w| {
+            let start = *at;
+            *at += w.len();
+            Some((start, w.trim_end()))
+        })
+        .filter(|(_, w)| !w.is_empty())
+        .collect()
 }
 
 /// Place words of lower-case dictation, with the modifiers that belong to a name ("north

@@ -58,14 +58,16 @@ pub fn recognize(
         return spans;
     }
     let text = spans.original.clone();
+    // Read once: it gates the `clinical_only` patterns and the letterheads.
+    let clinical = recognizers.is_clinical(&text);
     let findings = if p.smart_merging || p.safety_sweep {
         let mut f = match ocr_digits::repaired(&text) {
-            Some(read) => recognizers.find(&read),
-            None => recognizers.find(&text),
+            Some(read) => recognizers.find_known(&read, clinical),
+            None => recognizers.find_known(&text, clinical),
         };
         // A name found by its context whose words are all common words, none a given name, is
         // a heading or a role ("reviewed by Attending Provider", "Vital Signs"), not a person;
-        // one after a title or a kinship word in the match stays ("Dr. Hall", "wife Mere").
+        // one its pattern's title or label names stays ("Dr. Hall", "Agent (Lovely)").
         f.retain(|f| {
             f.score >= p.min_finding_score
                 && (f.labelled
@@ -139,7 +141,7 @@ pub fn recognize(
         v = with_added(v, lower);
         // Outside clinical text the line above an address is mostly a company's in a contact
         // block, no place of the person's.
-        if recognizers.is_clinical(&text) {
+        if clinical {
             let heads = letterhead::letterheads(&text, &v);
             v = with_added(v, heads);
         }

@@ -11,80 +11,15 @@ use super::span::Span;
 
 /// Short labels that open lines in notes and e-mails, and the roles of a support chat or an
 /// interview in other languages, which name no one.
+#[rustfmt::skip]
 const NOT_SPEAKERS: &[&str] = &[
-    "pt",
-    "hx",
-    "dx",
-    "rx",
-    "tx",
-    "sx",
-    "fx",
-    "cc",
-    "bcc",
-    "hpi",
-    "ros",
-    "pmh",
-    "psh",
-    "fh",
-    "sh",
-    "gi",
-    "gu",
-    "ent",
-    "cv",
-    "bp",
-    "hr",
-    "rr",
-    "ap",
-    "imp",
-    "re",
-    "fw",
-    "fwd",
-    "ps",
-    "nb",
-    "ok",
-    "ext",
-    "tel",
-    "fax",
-    "mob",
-    "ph",
-    "attn",
-    "dob",
-    "mrn",
-    "ssn",
-    "eta",
-    "fyi",
-    "tldr",
-    "edit",
-    "update",
-    "upd",
-    "agente",
-    "cliente",
-    "usuario",
-    "usuaria",
-    "operador",
-    "operadora",
-    "atendente",
-    "kunde",
-    "kundin",
-    "mitarbeiter",
-    "conseiller",
-    "conseillère",
-    "utilisateur",
-    "klant",
-    "medewerker",
-    "klient",
-    "konsultant",
-    "müşteri",
-    "temsilci",
-    "pelanggan",
-    "khách",
-    "paciente",
-    "médico",
-    "médica",
-    "enfermera",
-    "enfermero",
-    "intérprete",
-    "doctora",
+    "pt", "hx", "dx", "rx", "tx", "sx", "fx", "cc", "bcc", "hpi", "ros", "pmh", "psh", "fh", "sh",
+    "gi", "gu", "ent", "cv", "bp", "hr", "rr", "ap", "imp", "re", "fw", "fwd", "ps", "nb", "ok",
+    "ext", "tel", "fax", "mob", "ph", "attn", "dob", "mrn", "ssn", "eta", "fyi", "tldr", "edit",
+    "update", "upd", "agente", "cliente", "usuario", "usuaria", "operador", "operadora",
+    "atendente", "kunde", "kundin", "mitarbeiter", "conseiller", "conseillère", "utilisateur",
+    "klant", "medewerker", "klient", "konsultant", "müşteri", "temsilci", "pelanggan", "khách",
+    "paciente", "médico", "médica", "enfermera", "enfermero", "intérprete", "doctora",
 ];
 
 /// Longest label word, in characters.
@@ -109,13 +44,14 @@ pub fn chat_speakers(text: &str, ordinary: impl Fn(&str) -> bool) -> Vec<Span> {
     }
     counts.retain(|label, _| !is_not_speaker(label, &ordinary));
     let repeated = counts.values().filter(|&&n| n >= 2).count();
-    let lines: usize = counts.values().sum();
-    // Two speakers taking turns, three lines or more ("Kasia: …", "Piotrek: …", "Kasia: …").
+    // The speakers' lines in order: two taking turns over three lines or more ("Kasia: …",
+    // "Piotrek: …", "Kasia: …") are a dialogue.
     let kept: Vec<String> = labels
         .iter()
         .map(key)
         .filter(|k| counts.contains_key(k))
         .collect();
+    let lines = kept.len();
     let turns = counts.len() == 2 && lines >= 3 && kept.windows(2).all(|w| w[0] != w[1]);
     // Two regulars, a dialogue, or a group chat where many speak once and one of them again.
     if !(repeated >= 2 || turns || (repeated >= 1 && counts.len() >= 3 && lines >= 4)) {
