@@ -69,25 +69,29 @@ fn safe_harbor_recall_on_the_synthetic_corpus() {
 /// written blind and never looked at: `heldout-clinical` and `heldout-general` after session
 /// 16's changes, `heldout-2-*` during session 17, first measured at its end. `probe-notes-4`
 /// and `probe-general-4` were written blind in session 18, `probe-notes-5` and
-/// `probe-general-5` in session 19, and then tuned on.
-const SET_FLOORS: [(&str, f64, f64, usize); 20] = [
+/// `probe-general-5` in session 19, `probe-notes-6`, `probe-general-6` and `probe-places-6` in
+/// session 20, and then tuned on.
+const SET_FLOORS: [(&str, f64, f64, usize); 23] = [
     ("asq-phi-dev", 0.987, 0.98, 1),
     ("asq-phi-test", 0.979, 0.985, 3),
-    ("probe-clinical", 0.973, 0.944, 38),
-    ("probe-general", 0.941, 0.94, 65),
+    ("probe-clinical", 0.975, 0.943, 34),
+    ("probe-general", 0.944, 0.943, 63),
     ("probe-queries", 0.986, 0.915, 7),
     ("probe-notes", 0.967, 0.90, 35),
-    ("probe-general-2", 0.934, 0.90, 59),
+    ("probe-general-2", 0.938, 0.90, 56),
     ("probe-notes-3", 0.972, 0.915, 41),
-    ("probe-general-3", 0.885, 0.89, 140),
-    ("probe-notes-4", 0.917, 0.90, 114),
-    ("probe-general-4", 0.863, 0.875, 150),
-    ("probe-notes-5", 0.947, 0.90, 65),
-    ("probe-general-5", 0.855, 0.89, 160),
-    ("heldout-clinical", 0.955, 0.89, 26),
-    ("heldout-general", 0.949, 0.86, 26),
-    ("heldout-2-clinical", 0.946, 0.91, 34),
-    ("heldout-2-general", 0.904, 0.865, 60),
+    ("probe-general-3", 0.904, 0.89, 114),
+    ("probe-notes-4", 0.919, 0.90, 113),
+    ("probe-general-4", 0.883, 0.88, 134),
+    ("probe-notes-5", 0.948, 0.90, 64),
+    ("probe-general-5", 0.878, 0.89, 141),
+    ("probe-notes-6", 0.936, 0.885, 90),
+    ("probe-general-6", 0.917, 0.895, 111),
+    ("probe-places-6", 0.969, 0.94, 39),
+    ("heldout-clinical", 0.956, 0.89, 25),
+    ("heldout-general", 0.958, 0.86, 21),
+    ("heldout-2-clinical", 0.95, 0.91, 33),
+    ("heldout-2-general", 0.909, 0.86, 55),
     ("i2b2-philter", 0.99, 0.99, 0),
     ("presidio-dev", 0.991, 0.90, 12),
     ("presidio-test", 0.974, 0.90, 26),

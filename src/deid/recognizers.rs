@@ -1106,8 +1106,14 @@ mod tests {
             "Boeing Company",
         );
         by(
-            "works at Pioneer Valley Credit Union as a teller",
+            "works at Pioneer Valley Outfitters as a clerk",
             "organization_context",
+            "Pioneer Valley Outfitters",
+        );
+        // A trade word names a business in any text, not only in a clinical note.
+        by(
+            "works at Pioneer Valley Credit Union as a teller",
+            "business_trade",
             "Pioneer Valley Credit Union",
         );
         finds_no(
@@ -1680,8 +1686,19 @@ mod tests {
             &note("Works at Kawai Musical Instruments Manufacturing Co. Ltd."),
             "LOCATION",
         );
-        // Outside a clinical text a trade name is mostly a public company's.
-        finds_no("Tyson Foods reported earnings.", org);
+        // In any text since session 20: the shop or the employer of the writer; not a sentence's
+        // end before a trade ("Arthur Bell. Coffee morning") or a national scheme.
+        finds(
+            "Plumber invoice from High Country Plumbing attached.",
+            org,
+            "High Country Plumbing",
+        );
+        finds_no(
+            "for the family of Arthur Bell. Coffee morning on Friday",
+            org,
+        );
+        finds_no("Your National Insurance number is on the letter.", org);
+        finds("a job at St. Anne Foods and", org, "St. Anne Foods");
         finds(
             "PHYSICAL THERAPY Summit Sports & Spine PT - Bend clinic",
             org,
@@ -1762,14 +1779,15 @@ mod tests {
         finds("(yes - Fourth of July baby)", "DATE", "Fourth of July");
         finds("birthday on St David's Day and", "DATE", "St David's Day");
         // In a clinical text, an unlisted word after "through", "via" or "with" is a vendor.
-        let vendor = "Pt on home O2, dx COPD, meds reviewed. Concentrator ordered through Lincare.";
-        finds_in(&listed, vendor, org, "Lincare");
+        let vendor =
+            "Pt on home O2, dx COPD, meds reviewed. Concentrator ordered through Oxyvantis.";
+        finds_in(&listed, vendor, org, "Oxyvantis");
         finds_none_in(
             &listed,
             "Pt on home O2, dx COPD, meds reviewed. FHR 140 by Doppler.",
             org,
         );
-        finds_none_in(&listed, "Shipped through Lincare today.", org);
+        finds_none_in(&listed, "Shipped through Oxyvantis today.", org);
         finds(
             "the UMWA Local 1638 retiree breakfasts",
             org,
@@ -1936,6 +1954,107 @@ mod tests {
             &listed,
             &note("a grant through the local Area Agency on Aging"),
             "ORGANIZATION",
+        );
+    }
+
+    #[test]
+    fn callers_cv_lines_venues_and_trades_of_session_20() {
+        let org = "ORGANIZATION";
+        // The place a caller is from; a desk of the place itself is none.
+        finds(
+            "Hi, it's Karen from Kwik Fit, just ringing about your car.",
+            org,
+            "Kwik Fit",
+        );
+        finds("this is Hunter from Allstate, calling for", org, "Allstate");
+        finds_no("This is Kim from Billing about your bill.", org);
+        // The employer on a CV's line, before its town or its dates.
+        finds(
+            "Senior Account Manager, Harrow & Finch Communications, London — Sept 2019",
+            org,
+            "Harrow & Finch Communications",
+        );
+        finds(
+            "Software Engineer — Bazaarvoice, Austin (06/2016–02/2020)",
+            org,
+            "Bazaarvoice",
+        );
+        finds_no("Line Supervisor, Night Shift (employee ID CF-20981)", org);
+        // A venue named with "The".
+        finds(
+            "Party is at The Red Lion, High Street.",
+            org,
+            "The Red Lion",
+        );
+        finds_no("See you at The End of the road", org);
+        // Trades of care and of work, in any text.
+        for (text, value) in [
+            (
+                "Transport: Holston Valley Rescue Squad unit",
+                "Holston Valley Rescue Squad",
+            ),
+            (
+                "drove for Pemberton Haulage for twenty years",
+                "Pemberton Haulage",
+            ),
+            (
+                "Placed at Magnolia Springs Group Home, 2210",
+                "Magnolia Springs Group Home",
+            ),
+            (
+                "seen by Franklin Mountain Youth Services today",
+                "Franklin Mountain Youth Services",
+            ),
+            (
+                "works nights at Androscoggin Poultry Processing",
+                "Androscoggin Poultry Processing",
+            ),
+        ] {
+            finds(text, org, value);
+        }
+        finds_no("Newborn Nursery Admission Exam", org);
+        finds_no("Palantir Technologies songwriter", org);
+        // Greetings and labels that name a business; care vendors by their chain's name.
+        finds(
+            "AGENT: Thank you for calling Pinnacle Card Services, my name is",
+            org,
+            "Pinnacle Card Services",
+        );
+        finds(
+            "Merchant: Skyline Electronics Online",
+            org,
+            "Skyline Electronics Online",
+        );
+        finds_no("Welcome to the team, Blessing!", org);
+        finds("oxygen set up by Lincare on Friday", org, "Lincare");
+        // Booking codes carry few digits; ranges of days; a card by its brand.
+        for (text, value) in [
+            ("Flight (booking ref QX7RTM) return", "QX7RTM"),
+            ("Return flight 27/12, PNR XJ4K9M.", "XJ4K9M"),
+            ("Hotel booking CPB/24/9981, 22-27 Dec", "CPB/24/9981"),
+        ] {
+            finds(text, "OTHER_IDENTIFIER", value);
+        }
+        finds_no("conf call at noon ref BXKQT", "OTHER_IDENTIFIER");
+        finds(
+            "trip to Vienna (2–5 October). Thanks",
+            "DATE",
+            "2–5 October",
+        );
+        finds("absent Nov 4–8 for a family trip", "DATE", "Nov 4–8");
+        finds("Card on file: Visa ending 7740", "ACCOUNT_NUMBER", "7740");
+        // "Ph" before a number; the town of an address line abroad.
+        finds("Ph (02) 5555 1300   Fax", "PHONE", "(02) 5555 1300");
+        finds_no("the pH 7.31 and PH 7.2", "PHONE");
+        finds(
+            "45 Morgan Street, Wagga Wagga NSW 2650",
+            "CITY",
+            "Wagga Wagga",
+        );
+        finds(
+            "Cloonagh, Belcarra, Castlebar, Co. Mayo F23",
+            "CITY",
+            "Castlebar",
         );
     }
 

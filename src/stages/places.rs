@@ -260,7 +260,29 @@ const PLACE_HEADS: &[&str] = &[
     "Lodge", "Library", "Museum", "Surgery", "Practice", "Apartments", "Manor", "Towers", "Plaza",
     "Mall", "Market", "Garage", "Salon", "Studio", "Studios", "Gym", "Farm", "Farms", "House",
     "Hospice", "Trail", "Courthouse", "Mosque", "Synagogue", "Cathedral", "Parish",
-    "Reservation", "Shelter",
+    "Reservation", "Shelter", "Primary", "Secondary", "Grammar", "Collegiate", "High", "Middle",
+];
+
+/// Street words: a head followed by one is part of a street's name ("Lincoln Park Street",
+/// "Springfield High Road"), not a place's.
+const STREET_WORDS: &[&str] = &[
+    "Street",
+    "Road",
+    "Rd",
+    "Avenue",
+    "Ave",
+    "Lane",
+    "Ln",
+    "Drive",
+    "Way",
+    "Boulevard",
+    "Blvd",
+    "Court",
+    "Close",
+    "Crescent",
+    "Terrace",
+    "Parkway",
+    "Pkwy",
 ];
 
 /// Words that end a business's or an organization's name. A town before them is the business's
@@ -297,6 +319,9 @@ fn head_after(rest: &str, heads: &[&[&str]]) -> Option<usize> {
             break;
         }
         end += 1 + word_len;
+        if found.is_some() && STREET_WORDS.contains(&word) {
+            return None;
+        }
         if heads.iter().any(|h| h.contains(&word)) {
             found = Some(end - (word_len - word.len()));
         }
@@ -478,6 +503,30 @@ mod tests {
                 &[("Lester Park", "NAME")]
             ),
             "Lester Park Elementary"
+        );
+        // Schools by their level ("Greenfield Primary", "Calder Valley Grammar"), but a street
+        // named for one is a street ("Springfield High Road", "Lincoln Park Street").
+        assert_eq!(
+            one("up from Greenfield Primary yeah", &[("Greenfield", "CITY")]),
+            "Greenfield Primary"
+        );
+        assert_eq!(
+            one(
+                "taught at Calder Valley Grammar for",
+                &[("Calder Valley", "NAME")]
+            ),
+            "Calder Valley Grammar"
+        );
+        assert_eq!(
+            one(
+                "lives on Springfield High Road now",
+                &[("Springfield", "CITY")]
+            ),
+            "Springfield"
+        );
+        assert_eq!(
+            one("at Lincoln Park Street and", &[("Lincoln", "CITY")]),
+            "Lincoln"
         );
         // No head word: nothing taken ("Boston Marathon", "Ann Smith Said").
         assert_eq!(
