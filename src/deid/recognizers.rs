@@ -2056,6 +2056,23 @@ mod tests {
             "CITY",
             "Castlebar",
         );
+        // A listed town after "out of" or "via"; a lower-case given name introducing a texter.
+        let listed = Recognizers::builtin_with_stand_in_gazetteers();
+        finds_in(
+            &listed,
+            "drives a rig out of Port Leyden weekly",
+            "CITY",
+            "Port Leyden",
+        );
+        finds_in(
+            &listed,
+            "hey its emily from next door",
+            "FIRST_NAME",
+            "emily",
+        );
+        finds_none_in(&listed, "it's far from perfect", "FIRST_NAME");
+        // A name in its own script inside Latin text.
+        finds("my halmeoni 김순자 is 93", "NAME", "김순자");
     }
 
     #[test]

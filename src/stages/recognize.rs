@@ -313,9 +313,35 @@ fn is_name(s: &Span) -> bool {
     canonical_label(&s.label).hipaa_class == "A_NAMES"
 }
 
-/// Whether `gap` may sit between two parts of one name: spaces, a comma and spaces, and
-/// initials ("M. ", "M ").
+/// Whether `gap` may sit between two parts of one name: spaces, a comma and spaces, initials
+/// ("M. ", "M "), or a nickname in quotes or parentheses (Marguerite "Peggy" Lund, Bill
+/// (William) Strand), found as a name itself or not.
 fn name_gap(gap: &str) -> bool {
+    initials_gap(gap) || nickname_gap(gap)
+}
+
+fn nickname_gap(gap: &str) -> bool {
+    const PAIRS: [(char, char); 5] = [('"', '"'), ('“', '”'), ('\'', '\''), ('‘', '’'), ('(', ')')];
+    let blank = |c: char| c == ' ' || c == '\t';
+    let inner = gap.trim_matches(blank);
+    let (lead, trail) = (gap.starts_with(blank), gap.ends_with(blank));
+    let mut chars = inner.chars();
+    let (Some(first), last) = (chars.next(), chars.next_back()) else {
+        return false;
+    };
+    let Some(last) = last else {
+        // One mark: the nickname between it and its pair is a name span itself.
+        return (lead && !trail && PAIRS.iter().any(|p| p.0 == first))
+            || (trail && !lead && PAIRS.iter().any(|p| p.1 == first));
+    };
+    let word = chars.as_str();
+    lead && trail
+        && PAIRS.contains(&(first, last))
+        && (1..=15).contains(&word.chars().count())
+        && word.chars().all(|c| c.is_alphabetic() || c == '.')
+}
+
+fn initials_gap(gap: &str) -> bool {
     let rest = gap.strip_prefix(',').unwrap_or(gap);
     if !rest.starts_with([' ', '\t']) {
         return false;
@@ -661,6 +687,30 @@ mod tests {
             got,
             vec![("01/15/1970".into(), "DATE".into(), Source::Both)]
         );
+    }
+
+    #[test]
+    fn a_nickname_in_quotes_or_parentheses_sits_inside_the_name() {
+        for gap in [
+            " \"Peggy\" ",
+            " (William) ",
+            " “Abby” ",
+            " \"",
+            "\" ",
+            " (",
+            ") ",
+        ] {
+            assert!(name_gap(gap), "{gap:?}");
+        }
+        for gap in [
+            " and ",
+            " (2) ",
+            "\"",
+            " (mother) and ",
+            " \"a very long nickname\" ",
+        ] {
+            assert!(!name_gap(gap), "{gap:?}");
+        }
     }
 
     #[test]
