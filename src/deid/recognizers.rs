@@ -2073,6 +2073,49 @@ mod tests {
         finds_none_in(&listed, "it's far from perfect", "FIRST_NAME");
         // A name in its own script inside Latin text.
         finds("my halmeoni 김순자 is 93", "NAME", "김순자");
+        // Facilities abroad in capitals or named head first; a day of the stay is no place.
+        for (text, value) in [
+            (
+                "KLINIKUM NÜRNBERG NORD Medizinische",
+                "KLINIKUM NÜRNBERG NORD",
+            ),
+            ("HOSPITAL GENERAL DE ZONA No. 2", "HOSPITAL GENERAL DE ZONA"),
+            ("une stimulation au CHU de Lille dans", "CHU de Lille"),
+            (
+                "woont in Zorgcentrum De Linde in Zwolle",
+                "Zorgcentrum De Linde",
+            ),
+        ] {
+            finds(text, org, value);
+        }
+        finds_no("HOSPITAL COURSE: stable.", org);
+        finds_none_in(&listed, "Hospital Day 3 progress note", "CITY");
+        // A franchise named for its town, in a clinical text; a person's tie to a town is none.
+        let note = |s: &str| format!("Pt seen in clinic, BP 128/80, on metformin 500 mg. {s}");
+        finds_in(
+            &listed,
+            &note("Aide from Comfort Keepers of Port Leyden missed a visit."),
+            org,
+            "Comfort Keepers of Port Leyden",
+        );
+        finds_none_in(&listed, &note("Resident of Port Leyden, lives alone."), org);
+        finds_none_in(
+            &listed,
+            "Felicity Grange of Port Leyden welcome a daughter",
+            org,
+        );
+        // Days as deeds and web logs write them; councils and stations by their town.
+        finds(
+            "Signed this 15th day of April, 2024 before me",
+            "DATE",
+            "15th day of April, 2024",
+        );
+        finds("- - [12/Mar/2024:10:21:09 +0100]", "DATE", "12/Mar/2024");
+        finds(
+            "handed it in to Rathmines Garda Station today",
+            org,
+            "Rathmines Garda Station",
+        );
     }
 
     #[test]

@@ -754,6 +754,12 @@ mod tests {
         let got = run_with(&table, t, vec![], p);
         let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
         assert_eq!(texts, ["Emeka", "Hope", "Emeka", "Hope"]);
+        // A virtue name no name list holds ("Blessing") is a speaker's name, not a word.
+        let t = "Emeka: guys owambe on saturday\nBlessing: where?\nEmeka: Eko Hotel\n\
+                 Chioma: lol\nBlessing: abeg\n";
+        let got = run_with(&table, t, vec![], p);
+        let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
+        assert_eq!(texts, ["Emeka", "Blessing", "Emeka", "Chioma", "Blessing"]);
     }
 
     #[test]
