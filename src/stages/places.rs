@@ -265,24 +265,10 @@ const PLACE_HEADS: &[&str] = &[
 
 /// Street words: a head followed by one is part of a street's name ("Lincoln Park Street",
 /// "Springfield High Road"), not a place's.
+#[rustfmt::skip]
 const STREET_WORDS: &[&str] = &[
-    "Street",
-    "Road",
-    "Rd",
-    "Avenue",
-    "Ave",
-    "Lane",
-    "Ln",
-    "Drive",
-    "Way",
-    "Boulevard",
-    "Blvd",
-    "Court",
-    "Close",
-    "Crescent",
-    "Terrace",
-    "Parkway",
-    "Pkwy",
+    "Street", "Road", "Rd", "Avenue", "Ave", "Lane", "Ln", "Drive", "Way", "Boulevard", "Blvd",
+    "Court", "Close", "Crescent", "Terrace", "Parkway", "Pkwy",
 ];
 
 /// Words that end a business's or an organization's name. A town before them is the business's
