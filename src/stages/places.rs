@@ -16,8 +16,10 @@ const CARE_WORDS: &[&str] = &[
 ];
 const CARE_MODIFIERS: &[&str] = &["downtown", "main", "satellite", "outpatient"];
 
-/// Widens the places of `v` (sorted, disjoint) in place; it stays sorted and disjoint.
-pub fn whole_places(text: &str, v: &mut Vec<Span>) {
+/// Widens the places of `v` (sorted, disjoint) in place; it stays sorted and disjoint. Outside
+/// clinical text (`clinical` false) only a place of care takes the town after it: the shop "in
+/// Swindon" is one identifier and the town another, and a span over " in " removes a word.
+pub fn whole_places(text: &str, v: &mut Vec<Span>, clinical: bool) {
     for i in 0..v.len() {
         let name = canonical_label(&v[i].label).hipaa_class == "A_NAMES";
         let ceiling = v.get(i + 1).map_or(text.len(), |n| n.start);
@@ -46,7 +48,7 @@ pub fn whole_places(text: &str, v: &mut Vec<Span>) {
             }
         }
     }
-    join_places_with_towns(text, v);
+    join_places_with_towns(text, v, clinical);
     let abbreviations: Vec<Span> = v
         .iter()
         .enumerate()
@@ -204,12 +206,13 @@ const NOT_PLACE_WORDS: &[&str] = &[
 ];
 
 /// "St. Joseph's Health in Detroit", "Bayou City Dialysis - Pasadena": a place of care, " in ",
-/// ", ", " at " or a dash, and a town.
-fn join_places_with_towns(text: &str, v: &mut Vec<Span>) {
+/// ", ", " at " or a dash, and a town; outside clinical text only a place named as one of care.
+fn join_places_with_towns(text: &str, v: &mut Vec<Span>, clinical: bool) {
     let mut out: Vec<Span> = Vec::with_capacity(v.len());
     for s in v.drain(..) {
         if let Some(prev) = out.last_mut()
             && (is_organization(prev) || canonical_label(&prev.label).name == "LOCATION")
+            && (clinical || names_care(&text[prev.start..prev.end]))
             && canonical_label(&s.label).name == "CITY"
             && matches!(
                 &text[prev.end..s.start],
@@ -224,6 +227,19 @@ fn join_places_with_towns(text: &str, v: &mut Vec<Span>) {
         out.push(s);
     }
     *v = out;
+}
+
+/// Words that name a place as one of care ("Mercy Hospital", "Eastside Family Health").
+#[rustfmt::skip]
+const CARE_NAME_WORDS: &[&str] = &[
+    "hospital", "clinic", "medical", "health", "healthcare", "center", "centre", "infirmary",
+    "hospice", "practice", "surgery", "care", "dialysis", "pharmacy", "rehab", "rehabilitation",
+    "nursing", "ctr",
+];
+
+fn names_care(name: &str) -> bool {
+    name.split(|c: char| !c.is_alphabetic())
+        .any(|w| CARE_NAME_WORDS.contains(&w.to_lowercase().as_str()))
 }
 
 /// Length of " clinic", " downtown clinic" … at the start of `rest`, ending a word.
@@ -407,7 +423,7 @@ mod tests {
                 Span::pattern(start, from, *label, 0.9, "t")
             })
             .collect();
-        whole_places(text, &mut v);
+        whole_places(text, &mut v, true);
         v.iter()
             .map(|s| (text[s.start..s.end].to_string(), s.label.clone()))
             .collect()
@@ -563,6 +579,37 @@ mod tests {
                 &[("Express Scripts", "ORGANIZATION")]
             ),
             "Express Scripts"
+        );
+    }
+
+    #[test]
+    fn outside_clinical_text_only_a_place_of_care_takes_its_town() {
+        let join = |text: &str, org: &str, town: &str| {
+            let (a, b) = (text.find(org).unwrap(), text.find(town).unwrap());
+            let mut v = vec![
+                Span::pattern(a, a + org.len(), "ORGANIZATION", 0.7, "t"),
+                Span::pattern(b, b + town.len(), "CITY", 0.7, "t"),
+            ];
+            whole_places(text, &mut v, false);
+            v.iter()
+                .map(|s| text[s.start..s.end].to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            join(
+                "it's Karen from Kwik Fit in Swindon, about",
+                "Kwik Fit",
+                "Swindon"
+            ),
+            ["Kwik Fit", "Swindon"]
+        );
+        assert_eq!(
+            join(
+                "born at Mercy Hospital in Iowa City on",
+                "Mercy Hospital",
+                "Iowa City"
+            ),
+            ["Mercy Hospital in Iowa City"]
         );
     }
 

@@ -145,7 +145,7 @@ pub fn recognize(
             let heads = letterhead::letterheads(&text, &v);
             v = with_added(v, heads);
         }
-        places::whole_places(&text, &mut v);
+        places::whole_places(&text, &mut v, clinical);
     }
     drop_greetings(&text, &mut v);
     drop_public_offices(&text, &mut v);
