@@ -808,6 +808,11 @@ mod tests {
         );
     }
 
+    /// `s` inside a text with enough clinical cue words for the `clinical_only` patterns.
+    fn note(s: &str) -> String {
+        format!("Pt seen in clinic, BP 128/80, on metformin 500 mg. {s}")
+    }
+
     fn finds_nothing(text: &str) {
         let got = found(text);
         assert!(got.is_empty(), "expected nothing in {text:?}, got {got:?}");
@@ -1669,7 +1674,6 @@ mod tests {
     #[test]
     fn trades_roles_roads_and_ages_of_session_18() {
         let org = "ORGANIZATION";
-        let note = |s: &str| format!("Pt seen in clinic, BP 128/80, on metformin 500 mg. {s}");
         finds(
             &note("He drives for Prairie Farms Dairy at night."),
             org,
@@ -1936,7 +1940,6 @@ mod tests {
         // "PT" is physical therapy as often as a credential.
         finds_none_in(&listed, "She will need HH PT/OT and a nurse visit", "NAME");
         // Businesses by trade in a clinical text.
-        let note = |s: &str| format!("Pt seen in clinic, BP 128/80, on metformin 500 mg. {s}");
         for (text, value) in [
             (
                 "Referral to Lewis County Office for the Aging.",
@@ -2091,7 +2094,6 @@ mod tests {
         finds_no("HOSPITAL COURSE: stable.", org);
         finds_none_in(&listed, "Hospital Day 3 progress note", "CITY");
         // A franchise named for its town, in a clinical text; a person's tie to a town is none.
-        let note = |s: &str| format!("Pt seen in clinic, BP 128/80, on metformin 500 mg. {s}");
         finds_in(
             &listed,
             &note("Aide from Comfort Keepers of Port Leyden missed a visit."),

@@ -211,7 +211,7 @@ fn join_places_with_towns(text: &str, v: &mut Vec<Span>, clinical: bool) {
     let mut out: Vec<Span> = Vec::with_capacity(v.len());
     for s in v.drain(..) {
         if let Some(prev) = out.last_mut()
-            && (is_organization(prev) || canonical_label(&prev.label).name == "LOCATION")
+            && is_site(prev)
             && (clinical || names_care(&text[prev.start..prev.end]))
             && canonical_label(&s.label).name == "CITY"
             && matches!(
@@ -239,7 +239,7 @@ const CARE_NAME_WORDS: &[&str] = &[
 
 fn names_care(name: &str) -> bool {
     name.split(|c: char| !c.is_alphabetic())
-        .any(|w| CARE_NAME_WORDS.contains(&w.to_lowercase().as_str()))
+        .any(|w| CARE_NAME_WORDS.iter().any(|c| c.eq_ignore_ascii_case(w)))
 }
 
 /// Length of " clinic", " downtown clinic" … at the start of `rest`, ending a word.
@@ -414,6 +414,11 @@ mod tests {
     use super::*;
 
     fn widened(text: &str, spans: &[(&str, &str)]) -> Vec<(String, String)> {
+        widened_in(text, spans, true)
+    }
+
+    /// `spans` (words of `text` in order, with their labels) after [`whole_places`].
+    fn widened_in(text: &str, spans: &[(&str, &str)], clinical: bool) -> Vec<(String, String)> {
         let mut from = 0;
         let mut v: Vec<Span> = spans
             .iter()
@@ -423,7 +428,7 @@ mod tests {
                 Span::pattern(start, from, *label, 0.9, "t")
             })
             .collect();
-        whole_places(text, &mut v, true);
+        whole_places(text, &mut v, clinical);
         v.iter()
             .map(|s| (text[s.start..s.end].to_string(), s.label.clone()))
             .collect()
@@ -585,15 +590,9 @@ mod tests {
     #[test]
     fn outside_clinical_text_only_a_place_of_care_takes_its_town() {
         let join = |text: &str, org: &str, town: &str| {
-            let (a, b) = (text.find(org).unwrap(), text.find(town).unwrap());
-            let mut v = vec![
-                Span::pattern(a, a + org.len(), "ORGANIZATION", 0.7, "t"),
-                Span::pattern(b, b + town.len(), "CITY", 0.7, "t"),
-            ];
-            whole_places(text, &mut v, false);
-            v.iter()
-                .map(|s| text[s.start..s.end].to_string())
-                .collect::<Vec<_>>()
+            let spans = [(org, "ORGANIZATION"), (town, "CITY")];
+            let w = widened_in(text, &spans, false);
+            w.into_iter().map(|(value, _)| value).collect::<Vec<_>>()
         };
         assert_eq!(
             join(
