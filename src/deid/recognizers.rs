@@ -474,6 +474,7 @@ impl Recognizers {
                     "DOHA\nLAGOS\nFOLEY\nREADING\nBORDEAUX\nMANILA\nHONDA\nMONTREAL"
                 }
                 Some("town_words.txt") => "READING",
+                Some("world_towns.txt") => "TUAM\nCROWS NEST\nKELLY\nBATH",
                 _ => return None,
             };
             Some(Gazetteer::from_lines(list))
@@ -1958,6 +1959,57 @@ mod tests {
             &note("a grant through the local Area Agency on Aging"),
             "ORGANIZATION",
         );
+    }
+
+    #[test]
+    fn towns_initials_relatives_employers_and_postcodes_of_session_21() {
+        let t = Recognizers::builtin_with_stand_in_gazetteers();
+        // A small town after a word that says place; an initial and a listed surname inside a
+        // line; a lower-case given name after the relative or carer it is.
+        for (text, label, value) in [
+            ("Her son is a curate in Tuam and", "CITY", "Tuam"),
+            ("works out past Crows Nest; he", "CITY", "Crows Nest"),
+            ("Agent note (J. Orozco): escalated", "NAME", "J. Orozco"),
+            ("the rehab nurse emily is to ring", "FIRST_NAME", "emily"),
+        ] {
+            finds_in(&t, text, label, value);
+        }
+        // No surname or English word as a town, no list letter, side or word after an initial,
+        // no word that stands after a relative as often as a name.
+        for (text, label) in [
+            ("a letter from Kelly about it", "CITY"),
+            ("Plan:\nB. Johnson protocol", "NAME"),
+            ("downgoing on the R. Ortel sign", "NAME"),
+            ("cultures grew A. Brown colonies", "NAME"),
+            ("my son will ring tomorrow", "FIRST_NAME"),
+        ] {
+            finds_none_in(&t, text, label);
+        }
+        // An employer after the words that name one.
+        let org = "ORGANIZATION";
+        finds(
+            "an employee of Cauvery Infotech Pvt Ltd since",
+            org,
+            "Cauvery Infotech Pvt Ltd",
+        );
+        finds(
+            "Fit note issued; employer is Rame Head Fishing today",
+            org,
+            "Rame Head Fishing",
+        );
+        finds(
+            "Empresa: Envases Manzanares, nº 4",
+            org,
+            "Envases Manzanares",
+        );
+        // UK postcodes by their shape; a code with a letter they never use is none.
+        finds(
+            "27 Wellington Crescent, Harrogate HG1 4QT.",
+            "ZIP_CODE",
+            "HG1 4QT",
+        );
+        finds("London SW1A 2AA", "ZIP_CODE", "SW1A 2AA");
+        finds_no("batch QA1 4CV passed", "ZIP_CODE");
     }
 
     #[test]

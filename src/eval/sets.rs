@@ -28,7 +28,7 @@ const COMMITTED: [&str; 3] = ["synthetic", "asq-phi-dev", "asq-phi-test"];
 /// Probe sets committed under `tests/data/probes`, as (name, file, source, tuned on): text
 /// written for this project by sessions that never read the recognizers, then tuned on, or held
 /// out (see its README).
-const PROBES: [(&str, &str, &str, bool); 19] = [
+const PROBES: [(&str, &str, &str, bool); 22] = [
     (
         "probe-clinical",
         "probes/clinical.jsonl",
@@ -147,6 +147,32 @@ const PROBES: [(&str, &str, &str, bool); 19] = [
         "100 clinical and care documents (social work, home health, transfers, EMS, intake; 84 \
          US) dense with the agencies, employers, churches and towns of a patient's life, written \
          blind to the recognizers in session 20; tuned on: a regression floor, not evidence",
+        true,
+    ),
+    (
+        "probe-notes-7",
+        "probes/clinical_notes_7.jsonl",
+        "120 clinical documents (letters with letterheads, summaries, handoffs, home and hospice \
+         visits, run sheets, birth and death paperwork, dictations) from eleven countries, with \
+         villages, townlands and employers named without a street, written blind to the \
+         recognizers in session 21; tuned on: a regression floor, not evidence",
+        true,
+    ),
+    (
+        "probe-general-7",
+        "probes/general_7.jsonl",
+        "200 general texts (mail, chats, posts, reviews, tickets, CVs, letters, bookings, \
+         notices, transcripts; nine of them in other languages) full of things that are no \
+         identifier, written blind to the recognizers in session 21; tuned on: a regression \
+         floor, not evidence",
+        true,
+    ),
+    (
+        "probe-prompts-7",
+        "probes/prompts_7.jsonl",
+        "150 texts typed or pasted into an AI assistant (notes to summarise, letters to draft, lab \
+         headers, claims, log lines, CSV and JSON rows, dictations in lower case), written blind \
+         to the recognizers in session 21; tuned on: a regression floor, not evidence",
         true,
     ),
     (

@@ -277,6 +277,9 @@ const PLACE_HEADS: &[&str] = &[
     "Mall", "Market", "Garage", "Salon", "Studio", "Studios", "Gym", "Farm", "Farms", "House",
     "Hospice", "Trail", "Courthouse", "Mosque", "Synagogue", "Cathedral", "Parish",
     "Reservation", "Shelter", "Primary", "Secondary", "Grammar", "Collegiate", "High", "Middle",
+    "Infirmary", "Hub", "Bar", "Pathology", "Laboratory", "Laboratories", "Diagnostics", "Imaging",
+    "Radiology", "Institute", "Physio", "Physiotherapy", "Opticians", "Optometry", "Chemist",
+    "Chemists", "Dispensary", "Maternity", "Children's", "City",
 ];
 
 /// Street words: a head followed by one is part of a street's name ("Lincoln Park Street",
@@ -296,12 +299,19 @@ const BUSINESS_HEADS: &[&str] = &[
     "Group", "Bank", "Ltd", "Limited", "Inc", "LLC", "PLLC", "Properties", "Realty",
     "Associates", "Partners", "Foundation", "Trust", "Logistics", "Communications", "Consulting",
     "Services", "Solutions", "Construction", "Roofing", "Plumbing", "Heating", "Electric",
-    "Motors", "Supermarkets", "Network", "System",
+    "Motors", "Supermarkets", "Network", "System", "Fund", "Hire", "Solicitors", "Insurance",
+    "Assurance", "Scheme", "Aid", "Unit", "Service", "Residence", "Colleges",
+    "Sciences", "Camp", "Coaches", "Wing", "Drug", "Plant", "Terminals", "LLP", "Association",
+    "LTC", "Loans", "Rescue", "Mobility", "Partnership", "Council", "Schools", "Operations",
+    "Medicals", "Store", "Stores", "Textiles", "Seafood", "Grains", "Refinery", "Depot",
     "Sheriff", "Alliance", "Program", "Agency", "Authority", "District", "Medicine", "Healthcare",
     "Pediatrics", "Physicians", "Dental", "Transport", "Team", "Lab", "Home", "Homes", "Village",
     "Gardens", "Mission", "Temple", "Marina", "Park", "Lake", "Beach", "Path", "Tribe", "Tribes",
     "Nation",
 ];
+
+/// Words that start a department's name after its place's.
+const DEPARTMENT_WORDS: &[&str] = &["Department", "Dept", "Division", "Section", "Directorate"];
 
 /// Length of " Elementary", " Aged Care", " Heating Ltd", " Middle School" at the start of
 /// `rest`: one to three capitalized words ("&", "and", "of" between), the last one a head.
@@ -317,7 +327,8 @@ fn head_after(rest: &str, heads: &[&[&str]]) -> Option<usize> {
             .unwrap_or(after.len());
         let word = after[..word_len].trim_end_matches('.');
         let joiner = matches!(word, "&" | "and" | "of");
-        if !(joiner || word.starts_with(char::is_uppercase)) {
+        // "Mercy Hospital Department of Imaging": a department is inside the place, not its name.
+        if !(joiner || word.starts_with(char::is_uppercase)) || DEPARTMENT_WORDS.contains(&word) {
             break;
         }
         end += 1 + word_len;
@@ -609,6 +620,37 @@ mod tests {
                 "Iowa City"
             ),
             ["Mercy Hospital in Iowa City"]
+        );
+    }
+
+    #[test]
+    fn a_place_takes_the_head_word_after_it_but_no_department() {
+        for (text, found, whole) in [
+            (
+                "at Royal Calder Infirmary today",
+                "Royal Calder",
+                "Royal Calder Infirmary",
+            ),
+            (
+                "from Coffs Equipment Hire, they said",
+                "Coffs",
+                "Coffs Equipment Hire",
+            ),
+            (
+                "scheme: Ubuntu Health Fund (Classic)",
+                "Ubuntu Health",
+                "Ubuntu Health Fund",
+            ),
+            ("Iloilo City Patient:", "Iloilo", "Iloilo City"),
+        ] {
+            assert_eq!(one(text, &[(found, "LOCATION")]), whole);
+        }
+        assert_eq!(
+            one(
+                "Mercy General Hospital Department of Imaging Study:",
+                &[("Mercy General Hospital", "ORGANIZATION")]
+            ),
+            "Mercy General Hospital"
         );
     }
 

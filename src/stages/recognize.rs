@@ -148,6 +148,7 @@ pub fn recognize(
         places::whole_places(&text, &mut v, clinical);
     }
     drop_greetings(&text, &mut v);
+    trim_name_edges(&text, &mut v, recognizers);
     drop_public_offices(&text, &mut v);
     drop_sentence_dots(&text, &mut v);
     spans.spans = v;
@@ -228,6 +229,73 @@ fn drop_greetings(text: &str, v: &mut Vec<Span>) {
             && !rest.trim().is_empty()
         {
             s.start += first.len() + 1 + (rest.len() - rest.trim_start().len());
+        }
+    }
+}
+
+/// Titles and forms of address written before a name, in the languages the model reads. Words
+/// that are given names as often ("Don", "Anh", "Lola", "Major") are not here.
+#[rustfmt::skip]
+const HONORIFICS: &[&str] = &[
+    "Mr", "Mrs", "Ms", "Miss", "Mx", "Dr", "Prof", "Professor", "Sir", "Madam", "Madame", "Mme",
+    "Mlle", "Monsieur", "Herr", "Herrn", "Frau", "Sr", "Sra", "Srta", "Señor", "Señora", "Doña",
+    "Dona", "Signor", "Signora", "Sig", "Dott", "Pan", "Pani", "Shri", "Smt", "Chị", "Ông", "Bà",
+    "Tita", "Tito", "Oma", "Opa", "Aunty", "Auntie", "Uncle", "Grandma", "Grandpa", "Nurse",
+    "Sister", "Father", "Pastor", "Rev", "Reverend", "Imam", "Rabbi", "Officer", "Sergeant",
+    "Sgt", "Captain", "Capt", "Lt", "Judge", "Coach", "Ma'am", "Dhr", "Mevr", "Mevrouw",
+];
+
+/// Forms of address written after a name ("Ayşe Hanım", "Cengiz Bey").
+const HONORIFICS_AFTER: &[&str] = &["Hanım", "Hanim", "Bey", "Sahib"];
+
+/// Words said before a name and a comma in a reply ("Perfect, Hannah", "I, Evelyn Price"). An
+/// ordinary word before a comma may be a surname written first ("Keeper, Josephine").
+#[rustfmt::skip]
+const INTERJECTIONS: &[&str] = &[
+    "I", "OK", "Ok", "Okay", "Yes", "No", "Sorry", "Thanks", "Thank", "Perfect", "Great", "Sure",
+    "Oh", "Gracias", "Merci", "Danke", "Grazie", "Obrigado", "Obrigada", "Vale", "Bueno",
+];
+
+/// Lower-case words that begin surnames ("van Dijk", "de la Cruz").
+#[rustfmt::skip]
+const NAME_PARTICLES: &[&str] = &[
+    "van", "von", "de", "da", "di", "del", "della", "der", "den", "du", "le", "la", "al", "el",
+    "bin", "binti", "ibn", "ap", "dos", "das", "do", "ter", "ten", "y",
+];
+
+/// Takes off a name's edges what names no one: a title or form of address ("Herr Brandt",
+/// "Ayşe Hanım"), a word before a comma that is no name ("Perfect, Hannah", "I, Evelyn Price"),
+/// a lower-case ordinary word before a capitalized name ("tell Bartek"). A span that is only a
+/// title goes.
+fn trim_name_edges(text: &str, v: &mut Vec<Span>, recognizers: &Recognizers) {
+    let title = |w: &str| HONORIFICS.contains(&w.trim_end_matches('.'));
+    v.retain(|s| !(is_name(s) && title(text[s.start..s.end].trim())));
+    for s in v.iter_mut().filter(|s| is_name(s)) {
+        loop {
+            let t = &text[s.start..s.end];
+            let Some((first, rest)) = t.split_once(' ') else {
+                break;
+            };
+            let word = first.trim_end_matches([',', '.']);
+            let rest_trimmed = rest.trim_start_matches([' ', ',']);
+            let capitalized_after = rest_trimmed.starts_with(char::is_uppercase);
+            let strip = title(first.trim_end_matches(','))
+                || (first.ends_with(',') && INTERJECTIONS.contains(&word))
+                || (word.starts_with(|c: char| c.is_lowercase())
+                    && capitalized_after
+                    && !NAME_PARTICLES.contains(&word)
+                    && recognizers.is_ordinary_word(word));
+            if !strip || rest_trimmed.is_empty() {
+                break;
+            }
+            s.start += t.len() - rest_trimmed.len();
+        }
+        let t = &text[s.start..s.end];
+        if let Some((head, last)) = t.rsplit_once(' ')
+            && HONORIFICS_AFTER.contains(&last)
+            && !head.trim().is_empty()
+        {
+            s.end = s.start + head.trim_end().len();
         }
     }
 }
@@ -826,6 +894,27 @@ mod tests {
         let got = run(t, spans, SWEEP);
         let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
         assert_eq!(texts, ["Grant", "Ana"]);
+    }
+
+    #[test]
+    fn titles_interjections_and_ordinary_words_leave_a_names_edges() {
+        let t = "Hallo Herr Brandt. Perfect, Hannah! Keeper, Josephine was seen. yes Bartek now. \
+                 Ayşe Hanım aradı. Hi Mr. and Mrs. Castellanos";
+        let at = |w: &str| Span::model_at(t, w, "NAME");
+        let spans = vec![
+            at("Herr Brandt"),
+            at("Perfect, Hannah"),
+            at("Keeper, Josephine"),
+            at("yes Bartek"),
+            at("Ayşe Hanım"),
+            at("Mr"),
+        ];
+        let table = Recognizers::builtin_with_stand_in_gazetteers();
+        let got = run_with(&table, t, spans, SWEEP);
+        let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
+        // A surname written first stays whole, ordinary word or not; a lone title goes.
+        assert!(texts.starts_with(&["Brandt", "Hannah", "Keeper, Josephine", "Bartek", "Ayşe"]));
+        assert!(!texts.contains(&"Mr"), "{texts:?}");
     }
 
     #[test]

@@ -384,11 +384,12 @@ pub fn join_address_parts(text: &str, v: Vec<Span>) -> Vec<Span> {
             canonical_label(&prev.label).name == "BUILDING_NUMBER"
                 && canonical_label(&s.label).hipaa_class == "A_NAMES"
         };
-        // "Flat 3, 19 Carlton Road", "12 Elm St, Apt 2", "789 Maple St., New Orleans": a comma
-        // joins a street or a unit to the next part; two towns in a list stay apart.
+        // "Flat 3, 19 Carlton Road", "12 Elm St, Apt 2": a comma joins the parts of one street
+        // line. The town after it ("789 Maple St., New Orleans") is a place of its own, and the
+        // comma between them is no identifier.
         let comma_joined = |prev: &Span| {
             &text[prev.end..s.start] == ", "
-                && [prev, &s].iter().any(|p| {
+                && [prev, &s].iter().all(|p| {
                     matches!(
                         canonical_label(&p.label).name,
                         "STREET_ADDRESS" | "SECONDARY_ADDRESS" | "BUILDING_NUMBER"
@@ -1082,7 +1083,8 @@ mod tests {
         assert_eq!(
             texts(t, &join_address_parts(t, v)),
             [
-                "Flat 3, 19 Carlton Road, Bristol",
+                "Flat 3, 19 Carlton Road",
+                "Bristol",
                 "BS7 8AQ",
                 "Boston",
                 "Chicago",
