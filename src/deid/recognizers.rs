@@ -2082,35 +2082,47 @@ mod tests {
         );
         finds_no("Welcome to the team, Blessing!", org);
         finds("oxygen set up by Lincare on Friday", org, "Lincare");
-        // Booking codes carry few digits; ranges of days; a card by its brand.
-        for (text, value) in [
-            ("Flight (booking ref QX7RTM) return", "QX7RTM"),
-            ("Return flight 27/12, PNR XJ4K9M.", "XJ4K9M"),
-            ("Hotel booking CPB/24/9981, 22-27 Dec", "CPB/24/9981"),
+        // Booking codes carry few digits; ranges of days; a card by its brand; "Ph" before a
+        // number; the town of an address line abroad.
+        for (text, label, value) in [
+            (
+                "Flight (booking ref QX7RTM) return",
+                "OTHER_IDENTIFIER",
+                "QX7RTM",
+            ),
+            (
+                "Return flight 27/12, PNR XJ4K9M.",
+                "OTHER_IDENTIFIER",
+                "XJ4K9M",
+            ),
+            (
+                "Hotel booking CPB/24/9981, 22-27 Dec",
+                "OTHER_IDENTIFIER",
+                "CPB/24/9981",
+            ),
+            (
+                "trip to Vienna (2–5 October). Thanks",
+                "DATE",
+                "2–5 October",
+            ),
+            ("absent Nov 4–8 for a family trip", "DATE", "Nov 4–8"),
+            ("Card on file: Visa ending 7740", "ACCOUNT_NUMBER", "7740"),
+            ("Ph (02) 5555 1300   Fax", "PHONE", "(02) 5555 1300"),
+            (
+                "45 Morgan Street, Wagga Wagga NSW 2650",
+                "CITY",
+                "Wagga Wagga",
+            ),
+            (
+                "Cloonagh, Belcarra, Castlebar, Co. Mayo F23",
+                "CITY",
+                "Castlebar",
+            ),
         ] {
-            finds(text, "OTHER_IDENTIFIER", value);
+            finds(text, label, value);
         }
         finds_no("conf call at noon ref BXKQT", "OTHER_IDENTIFIER");
-        finds(
-            "trip to Vienna (2–5 October). Thanks",
-            "DATE",
-            "2–5 October",
-        );
-        finds("absent Nov 4–8 for a family trip", "DATE", "Nov 4–8");
-        finds("Card on file: Visa ending 7740", "ACCOUNT_NUMBER", "7740");
-        // "Ph" before a number; the town of an address line abroad.
-        finds("Ph (02) 5555 1300   Fax", "PHONE", "(02) 5555 1300");
         finds_no("the pH 7.31 and PH 7.2", "PHONE");
-        finds(
-            "45 Morgan Street, Wagga Wagga NSW 2650",
-            "CITY",
-            "Wagga Wagga",
-        );
-        finds(
-            "Cloonagh, Belcarra, Castlebar, Co. Mayo F23",
-            "CITY",
-            "Castlebar",
-        );
         // A listed town after "out of" or "via"; a lower-case given name introducing a texter.
         let listed = Recognizers::builtin_with_stand_in_gazetteers();
         finds_in(

@@ -219,18 +219,10 @@ const GREETINGS_AND_FIELDS: &[&str] = &[
     "assunto", "betreff", "oggetto", "sujet", "objet", "konu", "onderwerp", "temat", "aw", "rv",
 ];
 
-/// Drops spans that are a greeting or a field label, and takes a greeting off the front of a
-/// name ("Hi Grant").
+/// Drops spans that are a greeting or a field label; [`trim_name_edges`] takes one off the
+/// front of a name ("Hi Grant").
 fn drop_greetings(text: &str, v: &mut Vec<Span>) {
     v.retain(|s| !is_greeting_or_field(&text[s.start..s.end]));
-    for s in v.iter_mut().filter(|s| is_name(s)) {
-        if let Some((first, rest)) = text[s.start..s.end].split_once(' ')
-            && is_greeting_or_field(first)
-            && !rest.trim().is_empty()
-        {
-            s.start += first.len() + 1 + (rest.len() - rest.trim_start().len());
-        }
-    }
 }
 
 /// Titles and forms of address written before a name, in the languages the model reads. Words
@@ -263,13 +255,12 @@ const NAME_PARTICLES: &[&str] = &[
     "bin", "binti", "ibn", "ap", "dos", "das", "do", "ter", "ten", "y",
 ];
 
-/// Takes off a name's edges what names no one: a title or form of address ("Herr Brandt",
-/// "Ayşe Hanım"), a word before a comma that is no name ("Perfect, Hannah", "I, Evelyn Price"),
-/// a lower-case ordinary word before a capitalized name ("tell Bartek"). A span that is only a
-/// title goes.
+/// Takes off a name's edges what names no one: a greeting ("Hi Grant"), a title or form of
+/// address ("Herr Brandt", "Ayşe Hanım"), a word before a comma that is no name ("Perfect,
+/// Hannah", "I, Evelyn Price"), a lower-case ordinary word before a capitalized name ("tell
+/// Bartek"). A span that is only a title goes.
 fn trim_name_edges(text: &str, v: &mut Vec<Span>, recognizers: &Recognizers) {
     let title = |w: &str| HONORIFICS.contains(&w.trim_end_matches('.'));
-    v.retain(|s| !(is_name(s) && title(text[s.start..s.end].trim())));
     for s in v.iter_mut().filter(|s| is_name(s)) {
         loop {
             let t = &text[s.start..s.end];
@@ -277,9 +268,10 @@ fn trim_name_edges(text: &str, v: &mut Vec<Span>, recognizers: &Recognizers) {
                 break;
             };
             let word = first.trim_end_matches([',', '.']);
-            let rest_trimmed = rest.trim_start_matches([' ', ',']);
+            let rest_trimmed = rest.trim_start_matches(|c: char| c.is_whitespace() || c == ',');
             let capitalized_after = rest_trimmed.starts_with(char::is_uppercase);
-            let strip = title(first.trim_end_matches(','))
+            let strip = is_greeting_or_field(first)
+                || title(first.trim_end_matches(','))
                 || (first.ends_with(',') && INTERJECTIONS.contains(&word))
                 || (word.starts_with(|c: char| c.is_lowercase())
                     && capitalized_after
@@ -298,6 +290,7 @@ fn trim_name_edges(text: &str, v: &mut Vec<Span>, recognizers: &Recognizers) {
             s.end = s.start + head.trim_end().len();
         }
     }
+    v.retain(|s| !(is_name(s) && title(text[s.start..s.end].trim())));
 }
 
 fn is_greeting_or_field(s: &str) -> bool {
