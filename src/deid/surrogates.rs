@@ -174,6 +174,13 @@ fn perturb(candidate: &str, original: &str, rng: &mut SeedRng) -> String {
 // Small helpers
 // ---------------------------------------------------------------------------------------------
 
+/// Whether `name` is a US state's name or its two-letter code, in any case.
+pub fn is_us_state(name: &str) -> bool {
+    STATES
+        .iter()
+        .any(|(code, full)| eq_ci(code, name) || eq_ci(full, name))
+}
+
 fn eq_ci(a: &str, b: &str) -> bool {
     a.to_lowercase() == b.to_lowercase()
 }

@@ -28,7 +28,7 @@ const COMMITTED: [&str; 3] = ["synthetic", "asq-phi-dev", "asq-phi-test"];
 /// Probe sets committed under `tests/data/probes`, as (name, file, source, tuned on): text
 /// written for this project by sessions that never read the recognizers, then tuned on, or held
 /// out (see its README).
-const PROBES: [(&str, &str, &str, bool); 22] = [
+const PROBES: [(&str, &str, &str, bool); 24] = [
     (
         "probe-clinical",
         "probes/clinical.jsonl",
@@ -173,6 +173,24 @@ const PROBES: [(&str, &str, &str, bool); 22] = [
         "150 texts typed or pasted into an AI assistant (notes to summarise, letters to draft, lab \
          headers, claims, log lines, CSV and JSON rows, dictations in lower case), written blind \
          to the recognizers in session 21; tuned on: a regression floor, not evidence",
+        true,
+    ),
+    (
+        "probe-notes-8",
+        "probes/clinical_notes_8.jsonl",
+        "120 clinical documents (letters, handovers, portal messages in lower case, dictations \
+         with spoken dates and numbers, HL7 v2 messages, CSV and pipe-table exports, forms) from \
+         twelve countries, written blind to the recognizers in session 22; tuned on: a \
+         regression floor, not evidence",
+        true,
+    ),
+    (
+        "probe-general-8",
+        "probes/general_8.jsonl",
+        "200 general texts (mail, chats with speaker labels, tickets, CVs, letters, bookings, \
+         logs, tables pasted as CSV or pipes; ten languages) full of companies, villages and \
+         things that are no identifier, written blind to the recognizers in session 22; tuned \
+         on: a regression floor, not evidence",
         true,
     ),
     (

@@ -6,8 +6,10 @@
 //! Each stage takes one item type and yields another; `pipeline` checks their order at start-up.
 
 pub mod aggregate;
+pub mod hl7;
 pub mod infer;
 pub mod letterhead;
+pub mod localities;
 pub mod merge;
 pub mod ocr_digits;
 pub mod places;
@@ -16,6 +18,7 @@ pub mod sentence;
 pub mod span;
 pub mod speakers;
 pub mod structure;
+pub mod tables;
 pub mod text;
 pub mod tokens;
 pub mod window;

@@ -19,12 +19,15 @@
 //! model span if there is one, else by the higher score. Nothing here ever shrinks a span, so
 //! the characters covered never decrease.
 
+use super::hl7;
 use super::letterhead;
+use super::localities;
 use super::ocr_digits;
 use super::places;
 use super::span::{Source, Span, Spans};
 use super::speakers;
 use super::structure;
+use super::tables;
 use crate::deid::{Finding, Recognizers, canonical_label, is_abbreviation_dot};
 
 /// What the recognize stage does, from the pipeline and the request.
@@ -114,6 +117,16 @@ pub fn recognize(
         let members = structure::name_lists(&text, &v);
         v = with_added(v, members);
     }
+    // Before propagation: a facility's code found in MSH-4 is also its code elsewhere.
+    let segments = hl7::hl7_fields(&text);
+    v = with_added(v, segments.found);
+    v = with_added(v, tables::table_cells(&text));
+    v.retain(|s| {
+        !segments
+            .codes
+            .iter()
+            .any(|&(a, b)| a <= s.start && s.end <= b)
+    });
     if p.speakers {
         let found = speakers::chat_speakers(&text, |label| recognizers.is_common_phrase(label));
         v = with_added(v, found);
@@ -135,6 +148,8 @@ pub fn recognize(
     structure::label_countries(&text, &mut v);
     let towns = structure::towns_before_countries(&text, &v);
     v = with_added(v, towns);
+    let localities = localities::address_localities(&text, &v, |f| recognizers.is_common_phrase(f));
+    v = with_added(v, localities);
     v = structure::join_address_parts(&text, v);
     if p.whole_places {
         let lower = places::lower_case_places(&text);
@@ -464,7 +479,41 @@ fn join_names(text: &str, mut v: Vec<Span>) -> Vec<Span> {
         }
         out.push(s);
     }
+    absorb_trailing_initials(text, &mut out);
     out
+}
+
+/// A name takes the initial written after it when the initial ends the name: "WHITE, GRANT T"
+/// before a field's gap, "Wambui N. (Westlands shop)", "HOANG, DAVID Q. Defendant". An
+/// initial without its dot must end the field (a line end, two spaces, punctuation). `v` is
+/// sorted; a span overlapping the next takes nothing.
+fn absorb_trailing_initials(text: &str, v: &mut [Span]) {
+    for i in 0..v.len() {
+        if !is_name(&v[i]) {
+            continue;
+        }
+        let ceiling = v.get(i + 1).map_or(text.len(), |n| n.start.max(v[i].end));
+        let rest = &text[v[i].end..ceiling];
+        let Some(after) = rest.strip_prefix(' ') else {
+            continue;
+        };
+        let mut chars = after.chars();
+        let Some(initial) = chars.next().filter(|c| c.is_uppercase()) else {
+            continue;
+        };
+        let tail = chars.as_str();
+        let len = if tail.starts_with('.') {
+            1 + initial.len_utf8() + 1
+        } else if tail.is_empty()
+            || tail.starts_with(['\n', '\r', ',', ';', ':', ')'])
+            || tail.starts_with("  ")
+        {
+            1 + initial.len_utf8()
+        } else {
+            continue;
+        };
+        v[i].end += len;
+    }
 }
 
 /// Words that never propagate as names on their own (titles, credentials, calendar words).
@@ -1038,6 +1087,25 @@ mod tests {
                 "J. Smith"
             ]
         );
+    }
+
+    #[test]
+    fn a_name_takes_the_initial_that_ends_it() {
+        let t = "Pt: WHITE, GRANT T   MRN 1\nagent Wambui N. (shop)\nGrace I will call\nAnn B";
+        let at = |w: &str| t.find(w).expect("word");
+        let span = |w: &str| Span::model(at(w), at(w) + w.len(), "NAME", 0.9);
+        let spans = vec![
+            span("WHITE, GRANT"),
+            span("Wambui"),
+            span("Grace"),
+            span("Ann"),
+        ];
+        let p = RecognizeParams {
+            join_names: true,
+            ..NONE
+        };
+        let got: Vec<String> = run(t, spans, p).into_iter().map(|(s, _, _)| s).collect();
+        assert_eq!(got, ["WHITE, GRANT T", "Wambui N.", "Grace", "Ann B"]);
     }
 
     #[test]

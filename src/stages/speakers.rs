@@ -69,8 +69,8 @@ fn is_not_speaker(label: &str, ordinary: &impl Fn(&str) -> bool) -> bool {
 }
 
 /// The label opening `line` (byte range within it): after indentation, a bullet, a quote mark
-/// and a `[timestamp]` or `12/03/24, 21:15 - ` prefix, one or two words of letters, then ':'
-/// and text. Words in capitals of four letters or fewer are abbreviations ("CV:", "PMH:").
+/// and a `[timestamp]` or `12/03/24, 21:15 - ` prefix, one or two words of letters (and an
+/// initial, or a role in parentheses after them), then ':' and text. Words in capitals of four letters or fewer are abbreviations ("CV:", "PMH:").
 fn label_of(line: &str) -> Option<(usize, usize)> {
     let body = line.trim_start_matches([' ', '\t', '>', '-', '*', '•']);
     let mut at = line.len() - body.len();
@@ -89,27 +89,50 @@ fn label_of(line: &str) -> Option<(usize, usize)> {
     at += line[at..].len() - line[at..].trim_start_matches([' ', '\t']).len();
     let label_start = at;
     let mut words = 0;
-    let label_end = loop {
+    let (label_end, colon) = loop {
         at += word_at(&line[at..])?;
         words += 1;
         let next = &line[at..];
         if next.starts_with(':') {
-            break at;
+            break (at, at);
+        }
+        // "Tolu B:", "Krzysztof W.:": a surname's initial ends the label.
+        if let Some(len) = initial_at(next)
+            && line[at + len..].starts_with(':')
+        {
+            break (at + len, at + len);
+        }
+        // "Dev (Support):": the role in parentheses is no part of the name.
+        if let Some(role) = next.strip_prefix(" (")
+            && let Some(close) = role.find("):").filter(|&c| (2..=20).contains(&c))
+            && role[..close].chars().all(|c| c.is_alphabetic() || c == ' ')
+        {
+            break (at, at + 2 + close + 1);
         }
         if words == 2 || !next.starts_with(' ') {
             return None;
         }
         at += 1;
     };
-    let after = &line[label_end + 1..];
+    let after = &line[colon + 1..];
     if !after.starts_with([' ', '\t']) || after.trim().is_empty() {
         return None;
     }
     let label = &line[label_start..label_end];
+    // An initial ("Tolu B") is no abbreviation.
     let abbreviation = label.split(' ').any(|w| {
-        w.chars().count() <= 4 && w.chars().all(|c| c.is_uppercase() || !c.is_alphabetic())
+        let n = w.trim_end_matches('.').chars().count();
+        (2..=4).contains(&n) && w.chars().all(|c| c.is_uppercase() || !c.is_alphabetic())
     });
     (!abbreviation).then_some((label_start, label_end))
+}
+
+/// Length of " B" or " B." opening `s`: a space and one capital, with or without its dot.
+fn initial_at(s: &str) -> Option<usize> {
+    let rest = s.strip_prefix(' ')?;
+    let c = rest.chars().next().filter(|c| c.is_uppercase())?;
+    let len = 1 + c.len_utf8();
+    Some(len + usize::from(s[len..].starts_with('.')))
 }
 
 /// Length of the word opening `s`: a letter, then letters and inner `'’.-`, two to
@@ -157,6 +180,10 @@ mod tests {
         // Two taking turns.
         let dialogue = "Kasia: mama pyta\nPiotrek: ta\nKasia: super\n";
         assert_eq!(found(dialogue), ["Kasia", "Piotrek", "Kasia"]);
+        // A role after the name stays; an initial is the name's.
+        let support = "[10:14] Dev (Support): Hi\n[10:15] Tolu B: hi\n[10:17] Dev (Support): ok\n\
+                       [10:19] Tolu B.: thanks\n";
+        assert_eq!(found(support), ["Dev", "Tolu B", "Dev", "Tolu B."]);
     }
 
     #[test]

@@ -470,7 +470,7 @@ pub fn towns_before_countries(text: &str, v: &[Span]) -> Vec<Span> {
 }
 
 /// Whether `name` is a country's ("Cyprus (Greek)": the country before a parenthesis).
-fn is_country(name: &str) -> bool {
+pub(super) fn is_country(name: &str) -> bool {
     let name = name.trim();
     let name = name.split(" (").next().unwrap_or(name);
     COUNTRIES.iter().any(|k| k.eq_ignore_ascii_case(name))
