@@ -1,6 +1,7 @@
 //! Criterion benches per CPU stage on a ~10k-character note: tokenize, window, sentence
-//! detection, aggregate, merge, and the recognizer table (`recognize_*`: the original `en.toml`
-//! alone beside the shipped tables with gazetteers, which every de-identified document runs).
+//! detection, aggregate, merge, the recognizer table (`recognize_*`: the original `en.toml`
+//! alone beside the shipped tables with gazetteers, which every de-identified document runs) and
+//! the layout readers (HL7 segments, tables, address lines).
 //! (Inference throughput is measured by the `load` bench.)
 
 use std::sync::Arc;
@@ -60,6 +61,17 @@ fn bench(c: &mut Criterion) {
             b.iter(|| table.find(&unicode))
         });
     }
+    // The layout readers the recognize stage runs on every text: HL7 segments, tables under a
+    // header, localities in address lines (on prose they find nothing and must cost little).
+    c.bench_function("layout_readers_10k_chars", |b| {
+        b.iter(|| {
+            (
+                phiflow::stages::hl7::hl7_fields(&text).found.len(),
+                phiflow::stages::tables::table_cells(&text).len(),
+                phiflow::stages::localities::address_localities(&text, &[], |_| false).len(),
+            )
+        })
+    });
     c.bench_function("sentence_starts_10k_chars", |b| {
         b.iter(|| sentence::sentence_starts(&text, "en"))
     });

@@ -70,35 +70,37 @@ fn safe_harbor_recall_on_the_synthetic_corpus() {
 /// 16's changes, `heldout-2-*` during session 17, first measured at its end. `probe-notes-4`
 /// and `probe-general-4` were written blind in session 18, `probe-notes-5` and
 /// `probe-general-5` in session 19, `probe-notes-6`, `probe-general-6` and `probe-places-6` in
-/// session 20, `probe-notes-7`, `probe-general-7` and `probe-prompts-7` in session 21, and then
-/// tuned on.
-const SET_FLOORS: [(&str, f64, f64, usize); 26] = [
+/// session 20, `probe-notes-7`, `probe-general-7` and `probe-prompts-7` in session 21,
+/// `probe-notes-8` and `probe-general-8` in session 22, and then tuned on.
+const SET_FLOORS: [(&str, f64, f64, usize); 28] = [
     ("asq-phi-dev", 0.985, 0.98, 1),
     ("asq-phi-test", 0.978, 0.985, 3),
-    ("probe-clinical", 0.976, 0.943, 27),
+    ("probe-clinical", 0.977, 0.945, 23),
     ("probe-general", 0.944, 0.95, 61),
     ("probe-queries", 0.986, 0.925, 7),
-    ("probe-notes", 0.970, 0.94, 32),
-    ("probe-general-2", 0.941, 0.92, 53),
+    ("probe-notes", 0.971, 0.943, 31),
+    ("probe-general-2", 0.944, 0.92, 52),
     ("probe-notes-3", 0.973, 0.935, 39),
-    ("probe-general-3", 0.907, 0.91, 105),
-    ("probe-notes-4", 0.928, 0.92, 106),
-    ("probe-general-4", 0.889, 0.90, 128),
-    ("probe-notes-5", 0.953, 0.93, 60),
-    ("probe-general-5", 0.886, 0.91, 129),
-    ("probe-notes-6", 0.946, 0.91, 80),
-    ("probe-general-6", 0.925, 0.93, 109),
-    ("probe-places-6", 0.979, 0.955, 26),
-    ("probe-notes-7", 0.957, 0.935, 77),
-    ("probe-general-7", 0.895, 0.92, 174),
-    ("probe-prompts-7", 0.901, 0.935, 121),
-    ("heldout-clinical", 0.962, 0.91, 21),
-    ("heldout-general", 0.960, 0.88, 20),
-    ("heldout-2-clinical", 0.957, 0.93, 30),
-    ("heldout-2-general", 0.911, 0.88, 53),
+    ("probe-general-3", 0.911, 0.912, 101),
+    ("probe-notes-4", 0.929, 0.922, 103),
+    ("probe-general-4", 0.891, 0.903, 126),
+    ("probe-notes-5", 0.955, 0.932, 57),
+    ("probe-general-5", 0.887, 0.913, 129),
+    ("probe-notes-6", 0.951, 0.912, 68),
+    ("probe-general-6", 0.929, 0.932, 102),
+    ("probe-places-6", 0.979, 0.957, 26),
+    ("probe-notes-7", 0.959, 0.939, 70),
+    ("probe-general-7", 0.898, 0.925, 168),
+    ("probe-prompts-7", 0.916, 0.937, 98),
+    ("probe-notes-8", 0.944, 0.945, 91),
+    ("probe-general-8", 0.894, 0.921, 178),
+    ("heldout-clinical", 0.966, 0.915, 20),
+    ("heldout-general", 0.963, 0.882, 19),
+    ("heldout-2-clinical", 0.959, 0.932, 28),
+    ("heldout-2-general", 0.917, 0.882, 51),
     ("i2b2-philter", 0.99, 0.99, 0),
-    ("presidio-dev", 0.991, 0.90, 12),
-    ("presidio-test", 0.974, 0.90, 26),
+    ("presidio-dev", 0.991, 0.908, 12),
+    ("presidio-test", 0.974, 0.903, 26),
 ];
 
 /// Clinical text with no identifier at all (tests/data/probes/negatives.jsonl): at most this

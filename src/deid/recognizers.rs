@@ -2013,6 +2013,111 @@ mod tests {
     }
 
     #[test]
+    fn addresses_accounts_logs_and_dictations_of_session_22() {
+        let t = Recognizers::builtin_with_stand_in_gazetteers();
+        // A town right after the place of care or the shop it names.
+        for (text, label, value) in [
+            (
+                "referral from St Jarlath Clinic Tuam - seen",
+                "CITY",
+                "Tuam",
+            ),
+            ("scripts from Kelly Pharmacy Tuam);", "CITY", "Tuam"),
+        ] {
+            finds_in(&t, text, label, value);
+        }
+        // Not a surname after a facility, nor a town the sentence goes on after.
+        for (text, label) in [
+            ("seen at the Hospital Kelly, ward 4", "CITY"),
+            ("Regional Hospital Tuam based physio", "CITY"),
+        ] {
+            finds_none_in(&t, text, label);
+        }
+        for (text, label, value) in [
+            // Boxes, bags and rural routes with their town; a box alone is none.
+            (
+                "Private Bag X3, Tygerberg",
+                "STREET_ADDRESS",
+                "Private Bag X3",
+            ),
+            ("DOB 19.04.1966 RD 3, Ahipara", "STREET_ADDRESS", "RD 3"),
+            (
+                "Addr: RR 2 Box 19A       Memphis",
+                "STREET_ADDRESS",
+                "RR 2 Box 19A",
+            ),
+            // National numbers with their trunk zero; an IBAN whose check digits fail.
+            ("consents - 07700 900 374", "PHONE", "07700 900 374"),
+            (
+                "Guardian: M. Stone (03) 5320 4419.",
+                "PHONE",
+                "(03) 5320 4419",
+            ),
+            ("Magadi,98805 55123,4471", "PHONE", "98805 55123"),
+            (
+                "IBAN DE12 3705 0299 0001 2345 67;",
+                "ACCOUNT_NUMBER",
+                "DE12 3705 0299 0001 2345 67",
+            ),
+            (
+                "Account number: 0112 4471 8890 01 Customer",
+                "ACCOUNT_NUMBER",
+                "0112 4471 8890 01",
+            ),
+            // Users named by a log's or a forum's layout.
+            (
+                "Posted by u/maple_budgeter in",
+                "USERNAME",
+                "maple_budgeter",
+            ),
+            (
+                "Accepted password for a.zielinska from 10.0.0.1",
+                "USERNAME",
+                "a.zielinska",
+            ),
+            (
+                "Group <Staff> User <jpereira> IP <10.0.0.2>",
+                "USERNAME",
+                "jpereira",
+            ),
+            // Dictated years, record numbers and phones; a range's first day; a dated entry.
+            (
+                "date of birth the ninth of May nineteen thirty one hospital",
+                "DATE",
+                "ninth of May nineteen thirty one",
+            ),
+            (
+                "date of service february twenty first twenty twenty four preoperative",
+                "DATE",
+                "february twenty first twenty twenty four",
+            ),
+            (
+                "hospital number M four four seven two nine one full stop",
+                "MEDICAL_RECORD_NUMBER",
+                "M four four seven two nine one",
+            ),
+            (
+                "telephone oh seven seven double oh nine double oh three two one his",
+                "PHONE",
+                "oh seven seven double oh nine double oh three two one",
+            ),
+            ("ward between 16 and 29 November 2022", "DATE", "16"),
+            ("02/06 1545 - LVM for pt", "DATE", "02/06"),
+        ] {
+            finds(text, label, value);
+        }
+        for (text, label) in [
+            ("see Box 3 of the form", "STREET_ADDRESS"),
+            ("BP 118/72, RR 16, SpO2 97%", "STREET_ADDRESS"),
+            ("Dose 0.5 mg; ref 2024 0315", "PHONE"),
+            ("one or two of the five seven cases", "PHONE"),
+            ("insulin: increase 4 u/kg/h for 6 h", "USERNAME"),
+        ] {
+            finds_no(text, label);
+        }
+    }
+
+    #[test]
     fn callers_cv_lines_venues_and_trades_of_session_20() {
         let org = "ORGANIZATION";
         // The place a caller is from; a desk of the place itself is none.

@@ -11,7 +11,8 @@
 //! holds two places, or is the whole line with one town in it. States, countries, field labels
 //! and the words of a department or a ward never do, and an ordinary word only does between an
 //! address part and another (`Wilton, Cork  T12 DC4A`), not at a chain's open end, where a
-//! table's next column or a heading may stand.
+//! table's next column or a heading may stand. The last field after a town is its province
+//! ("Bacoor, Cavite") and stays. HL7 segments are read by their fields (`hl7`), not here.
 
 use super::span::{Source, Span};
 use super::structure::is_country;
@@ -362,5 +363,106 @@ fn chain_towns(text: &str, chain: &Chain, ordinary: &impl Fn(&str) -> bool, out:
             }
         }
         out.push(Span::pattern(s, e, "CITY", 0.6, "address_locality"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The towns found in `text` around the parts `parts` names (value, label).
+    fn towns(text: &str, parts: &[(&str, &str)]) -> Vec<String> {
+        let mut v: Vec<Span> = parts
+            .iter()
+            .map(|(value, label)| {
+                let at = text.find(value).expect("part in text");
+                Span::pattern(at, at + value.len(), *label, 0.9, "test")
+            })
+            .collect();
+        v.sort_by_key(|s| s.start);
+        let ordinary = |f: &str| ["Cork", "Inch", "Hypertension", "Active"].contains(&f);
+        address_localities(text, &v, ordinary)
+            .iter()
+            .map(|s| text[s.start..s.end].to_string())
+            .collect()
+    }
+
+    #[test]
+    fn fields_chained_to_an_address_are_towns() {
+        let street = "STREET_ADDRESS";
+        assert_eq!(
+            towns(
+                "Address: No. 7/12, Kamarajar Salai, Saidapet, Chennai - 600015",
+                &[
+                    ("No. 7/12, Kamarajar Salai", street),
+                    ("Chennai", "CITY"),
+                    ("600015", "ZIP_CODE")
+                ],
+            ),
+            ["Saidapet"]
+        );
+        // After an address label; an ordinary word between two parts.
+        assert_eq!(
+            towns(
+                "Address: Knockanira, Inch, Ennis, Co. Clare",
+                &[("Ennis", "CITY"), ("Co. Clare", "CITY")],
+            ),
+            ["Knockanira", "Inch"]
+        );
+        assert_eq!(
+            towns(
+                "Wilton, Cork  T12 DC4A   Tel 021 492",
+                &[("T12 DC4A", "ZIP_CODE")]
+            ),
+            ["Wilton", "Cork"]
+        );
+        // A whole line of a town and its suburb, a state's code left.
+        assert_eq!(
+            towns("Dooradoyle, Limerick", &[("Limerick", "CITY")]),
+            ["Dooradoyle"]
+        );
+        assert_eq!(
+            towns(
+                "200 Front Street West, Toronto ON M5V 3J1",
+                &[("200 Front Street West", street), ("M5V 3J1", "ZIP_CODE")]
+            ),
+            ["Toronto"]
+        );
+    }
+
+    #[test]
+    fn labels_departments_provinces_and_other_text_are_not() {
+        // A province after its town; a department between places; a table's column.
+        assert_eq!(
+            towns("Poblacion, Bangui, Ilocos Norte", &[("Bangui", "CITY")]),
+            ["Poblacion"]
+        );
+        assert!(
+            towns(
+                "St Mary's, Department, Galway",
+                &[("St Mary's", "LOCATION"), ("Galway", "CITY")]
+            )
+            .is_empty()
+        );
+        assert!(towns("02139,Hypertension,Active", &[("02139", "ZIP_CODE")]).is_empty());
+        // Text around the chain, a name before it, an HL7 segment.
+        assert!(
+            towns(
+                "Seen by Dr Ray, Leeds Road clinic",
+                &[("Leeds Road", street())]
+            )
+            .is_empty()
+        );
+        assert!(
+            towns(
+                "MSH|^~\\&|AUSLAB|PATHWEST QEII|HBCIS|FSH",
+                &[("PATHWEST QEII", "LOCATION")]
+            )
+            .is_empty()
+        );
+    }
+
+    fn street() -> &'static str {
+        "STREET_ADDRESS"
     }
 }
