@@ -2102,6 +2102,8 @@ mod tests {
                 "oh seven seven double oh nine double oh three two one",
             ),
             ("ward between 16 and 29 November 2022", "DATE", "16"),
+            ("Paper goods: Deacon Ray Stone", "NAME", "Ray Stone"),
+            ("Bed 22 - Mdm Lee Ah Moi, 90 y.o.", "NAME", "Lee Ah Moi"),
             ("02/06 1545 - LVM for pt", "DATE", "02/06"),
         ] {
             finds(text, label, value);

@@ -14,10 +14,14 @@
 //! - Safety sweep: findings the model missed are added. A finding that overlaps model spans
 //!   widens them to the union and the model's label stays (model spans win ties). Validators have
 //!   already decided which findings exist.
+//! - Layout: HL7 v2 segments by their fields' positions ([`super::hl7`]), tables by their
+//!   header ([`super::tables`]) and towns between the parts of an address line
+//!   ([`super::localities`]). A span inside an HL7 code, value or message id is dropped.
 //!
 //! Overlap rule, applied last: spans that still overlap become their union, labelled by the
-//! model span if there is one, else by the higher score. Nothing here ever shrinks a span, so
-//! the characters covered never decrease.
+//! model span if there is one, else by the higher score. Nothing here ever shrinks a span; a few
+//! rules drop whole ones (a value inside an HL7 code, a name of ordinary words, a greeting, a
+//! title alone, a public office).
 
 use super::hl7;
 use super::letterhead;

@@ -30,10 +30,18 @@ const MAX_WORD: usize = 20;
 /// "Plan" is, "Hope" is not).
 pub fn chat_speakers(text: &str, ordinary: impl Fn(&str) -> bool) -> Vec<Span> {
     let mut labels: Vec<(usize, usize)> = Vec::new();
+    let mut with_role: Vec<String> = Vec::new();
+    let mut initials = false;
     let mut start = 0;
     for line in text.split_inclusive('\n') {
-        if let Some((s, e)) = label_of(line) {
-            labels.push((start + s, start + e));
+        if let Some(l) = label_of(line)
+            && (!l.abbreviation || introduced(text, &line[l.start..l.end]))
+        {
+            labels.push((start + l.start, start + l.end));
+            initials |= l.abbreviation;
+            if l.role {
+                with_role.push(line[l.start..l.end].to_lowercase());
+            }
         }
         start += line.len();
     }
@@ -53,9 +61,14 @@ pub fn chat_speakers(text: &str, ordinary: impl Fn(&str) -> bool) -> Vec<Span> {
         .collect();
     let lines = kept.len();
     let turns = counts.len() == 2 && lines >= 3 && kept.windows(2).all(|w| w[0] != w[1]);
-    // Two regulars, a dialogue, or a group chat where many speak once and one of them again.
+    // Two regulars, a dialogue, or a group chat where many speak once and one of them again; or
+    // else only a speaker who comes back with a role ("Dev (Support):" beside "Customer:").
     if !(repeated >= 2 || turns || (repeated >= 1 && counts.len() >= 3 && lines >= 4)) {
-        return Vec::new();
+        counts.retain(|label, n| *n >= 2 && with_role.contains(label));
+    } else if initials {
+        // A transcript by initials: its other labels that stand once are its header's fields
+        // ("Fecha:", "Podcast:").
+        counts.retain(|_, n| *n >= 2);
     }
     labels
         .into_iter()
@@ -68,10 +81,20 @@ fn is_not_speaker(label: &str, ordinary: &impl Fn(&str) -> bool) -> bool {
     NOT_SPEAKERS.contains(&label) || ordinary(label)
 }
 
+/// A line's label: its byte range, whether a role in parentheses followed it ("Dev (Support):"),
+/// and whether it is in capitals of four letters or fewer ("CV:", "PMH:", or "DK:", the initials
+/// a transcript gave its host).
+struct Label {
+    start: usize,
+    end: usize,
+    role: bool,
+    abbreviation: bool,
+}
+
 /// The label opening `line` (byte range within it): after indentation, a bullet, a quote mark
 /// and a `[timestamp]` or `12/03/24, 21:15 - ` prefix, one or two words of letters (and an
-/// initial, or a role in parentheses after them), then ':' and text. Words in capitals of four letters or fewer are abbreviations ("CV:", "PMH:").
-fn label_of(line: &str) -> Option<(usize, usize)> {
+/// initial, or a role in parentheses after them), then ':' and text.
+fn label_of(line: &str) -> Option<Label> {
     let body = line.trim_start_matches([' ', '\t', '>', '-', '*', '•']);
     let mut at = line.len() - body.len();
     let rest = &line[at..];
@@ -89,25 +112,25 @@ fn label_of(line: &str) -> Option<(usize, usize)> {
     at += line[at..].len() - line[at..].trim_start_matches([' ', '\t']).len();
     let label_start = at;
     let mut words = 0;
-    let (label_end, colon) = loop {
+    let (label_end, colon, role) = loop {
         at += word_at(&line[at..])?;
         words += 1;
         let next = &line[at..];
         if next.starts_with(':') {
-            break (at, at);
+            break (at, at, false);
         }
         // "Tolu B:", "Krzysztof W.:": a surname's initial ends the label.
         if let Some(len) = initial_at(next)
             && line[at + len..].starts_with(':')
         {
-            break (at + len, at + len);
+            break (at + len, at + len, false);
         }
         // "Dev (Support):": the role in parentheses is no part of the name.
         if let Some(role) = next.strip_prefix(" (")
             && let Some(close) = role.find("):").filter(|&c| (2..=20).contains(&c))
             && role[..close].chars().all(|c| c.is_alphabetic() || c == ' ')
         {
-            break (at, at + 2 + close + 1);
+            break (at, at + 2 + close + 1, true);
         }
         if words == 2 || !next.starts_with(' ') {
             return None;
@@ -124,7 +147,32 @@ fn label_of(line: &str) -> Option<(usize, usize)> {
         let n = w.trim_end_matches('.').chars().count();
         (2..=4).contains(&n) && w.chars().all(|c| c.is_uppercase() || !c.is_alphabetic())
     });
-    (!abbreviation).then_some((label_start, label_end))
+    Some(Label {
+        start: label_start,
+        end: label_end,
+        role,
+        abbreviation,
+    })
+}
+
+/// Whether `text` introduces `initials` as a person's, after the name they stand for:
+/// "Host: Dana Kowalski (DK)".
+fn introduced(text: &str, initials: &str) -> bool {
+    let marker = format!("({initials})");
+    text.match_indices(&marker).any(|(at, _)| {
+        let words: Vec<&str> = text[..at]
+            .split_whitespace()
+            .rev()
+            .take(initials.len())
+            .collect();
+        words.len() == initials.len()
+            && words.iter().rev().zip(initials.chars()).all(|(w, c)| {
+                w.starts_with(char::is_uppercase)
+                    && w.chars()
+                        .next()
+                        .is_some_and(|f| f.to_uppercase().eq(c.to_uppercase()))
+            })
+    })
 }
 
 /// Length of " B" or " B." opening `s`: a space and one capital, with or without its dot.
@@ -157,7 +205,12 @@ mod tests {
     use super::*;
 
     fn found(text: &str) -> Vec<&str> {
-        let ordinary = |w: &str| ["subject", "from", "plan", "mother", "note"].contains(&w);
+        let ordinary = |w: &str| {
+            [
+                "subject", "from", "plan", "mother", "note", "customer", "host", "guest",
+            ]
+            .contains(&w)
+        };
         chat_speakers(text, ordinary)
             .iter()
             .map(|s| &text[s.start..s.end])
@@ -184,6 +237,12 @@ mod tests {
         let support = "[10:14] Dev (Support): Hi\n[10:15] Tolu B: hi\n[10:17] Dev (Support): ok\n\
                        [10:19] Tolu B.: thanks\n";
         assert_eq!(found(support), ["Dev", "Tolu B", "Dev", "Tolu B."]);
+        // A role comes back beside a desk's label; initials a transcript introduced.
+        let desk = "Customer: hi\nDev (Support): hello\nCustomer: ok\nDev (Support): done\n";
+        assert_eq!(found(desk), ["Dev", "Dev"]);
+        let interview = "Podcast: Big Heart\nHost: Dana Kowalski (DK)\nDK: welcome\nTM: thanks\n\
+                         DK: so\nTM: well\nGuest: Tran Thi Mai (TM)\n";
+        assert_eq!(found(interview), ["DK", "TM", "DK", "TM"]);
     }
 
     #[test]
@@ -196,6 +255,10 @@ mod tests {
         // Fields and headings repeat in forms and notes.
         let note = "Plan: rest\nCV: RRR\nPlan: fluids\nCV: no murmur\nHPI: cough\nHPI: fever\n";
         assert!(found(note).is_empty());
+        // An abbreviation a note spells out is no one's initials.
+        let ckd =
+            "Chronic kidney disease (CKD)\nCKD: stage 3\nAKI: no\nCKD: stable\nAKI: resolved\n";
+        assert!(found(ckd).is_empty());
         let mail = "From: a\nSubject: b\nFrom: c\nSubject: d\n";
         assert!(found(mail).is_empty());
         // A time and a URL are not labels; a label needs text after it.
