@@ -1126,9 +1126,7 @@ fn is_town_word(w: &str, any_case: bool) -> bool {
         .all(|c| c.is_alphabetic() || matches!(c, '\'' | '’' | '-' | '.'))
         && !UNIT_WORDS.contains(&key.as_str())
         && !is_direction(w)
-        && !STATES
-            .iter()
-            .any(|(code, name)| eq_ci(code, core) || eq_ci(name, core))
+        && !is_us_state(core)
 }
 
 fn city_word(s: &str, rng: &mut SeedRng) -> String {

@@ -129,19 +129,25 @@ pub fn hl7_fields(text: &str) -> Segments {
     out
 }
 
+/// The name opening a line shaped like a segment ("PID" in "PID|1||…"): three capitals or
+/// digits, then a bar.
+pub fn segment_name(line: &str) -> Option<&str> {
+    let name = line.get(..3)?;
+    (line.as_bytes().get(3) == Some(&b'|')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()))
+    .then_some(name)
+}
+
 /// One segment's identifiers; `at` is the segment's offset in the text.
 fn segment_fields(segment: &str, at: usize, out: &mut Segments) {
-    let Some(name) = segment.get(..3) else {
+    let Some(name) = segment_name(segment)
+        .filter(|n| n.starts_with(|c: char| c.is_ascii_uppercase()))
+        .filter(|n| FIELDS.iter().any(|(s, _, _)| s == n))
+    else {
         return;
     };
-    let named = name
-        .bytes()
-        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
-        && name.as_bytes()[0].is_ascii_uppercase()
-        && segment.as_bytes().get(3) == Some(&b'|');
-    if !named || !FIELDS.iter().any(|(s, _, _)| *s == name) {
-        return;
-    }
     // MSH-1 is the field separator itself, so MSH's fields are one place to the left.
     let shift = usize::from(name == "MSH");
     let mut offset = at;

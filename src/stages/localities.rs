@@ -91,13 +91,7 @@ pub fn address_localities(text: &str, v: &[Span], ordinary: impl Fn(&str) -> boo
             last += 1;
         }
         // HL7 segments are read by their fields' positions (`hl7`).
-        let body = &text[line_start..line_end];
-        let segment = body.len() > 3
-            && body.as_bytes()[3] == b'|'
-            && body[..3]
-                .bytes()
-                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
-        if segment {
+        if super::hl7::segment_name(&text[line_start..line_end]).is_some() {
             line_start += line.len();
             continue;
         }
@@ -302,9 +296,10 @@ fn chains(tokens: &[Token]) -> Vec<Chain> {
     }
     close(&mut current, false, false);
     // Only a chain that reaches the line's end is its whole line.
+    let ends = tokens_end_in_field(tokens);
     let n = out.len();
     for (i, c) in out.iter_mut().enumerate() {
-        c.whole_line &= i + 1 == n && tokens_end_in_field(tokens);
+        c.whole_line &= ends && i + 1 == n;
     }
     out
 }

@@ -122,9 +122,9 @@ pub fn recognize(
         v = with_added(v, members);
     }
     // Before propagation: a facility's code found in MSH-4 is also its code elsewhere.
-    let segments = hl7::hl7_fields(&text);
+    let mut segments = hl7::hl7_fields(&text);
+    segments.found.extend(tables::table_cells(&text));
     v = with_added(v, segments.found);
-    v = with_added(v, tables::table_cells(&text));
     v.retain(|s| {
         !segments
             .codes
