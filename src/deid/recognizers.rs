@@ -2120,6 +2120,55 @@ mod tests {
     }
 
     #[test]
+    fn signoffs_holidays_and_months_of_session_23() {
+        let t = Recognizers::builtin_with_stand_in_gazetteers();
+        for (text, label, value) in [
+            // Initials that sign, type or read back a note.
+            ("[RK/mdw  D: 09/19/2024 16:05", "NAME", "RK"),
+            ("[RK/mdw  D: 09/19/2024 16:05", "NAME", "mdw"),
+            ("MD. Transcribed 10/30/23 kjb. Report faxed", "NAME", "kjb"),
+            ("Typed: 24.06.24 (km)  Dr Tariq", "NAME", "km"),
+            ("talking about Edna. — HA 03/02/25 14:10", "NAME", "HA"),
+            ("To Pod B. - jm RN", "NAME", "jm"),
+            ("passed on to chaplaincy. RW\n", "NAME", "RW"),
+            ("called to Dr. Okafor 09:52 by JD, read back", "NAME", "JD"),
+            // Holidays in any case, with a spoken year; months alone in lower case.
+            (
+                "went up to 100mg on boxing day. im fine",
+                "DATE",
+                "boxing day",
+            ),
+            (
+                "quit on new years day twenty twenty",
+                "DATE",
+                "new years day twenty twenty",
+            ),
+            ("admitted 31/12/2023 (Hogmanay) 23:50", "DATE", "Hogmanay"),
+            ("sleeping a lot since november, dr says", "DATE", "november"),
+            (
+                "renting since march 2023. the ceiling",
+                "DATE",
+                "march 2023",
+            ),
+        ] {
+            finds_in(&t, text, label, value);
+        }
+        for (text, label) in [
+            // Acronyms that end a line or follow "by", greetings and things named for a day.
+            ("EDD 1/24/2024. LMP 3/20/24", "NAME"),
+            ("Cardiology Clinic - HCM\nMurmur 3/6", "NAME"),
+            ("seen by PT at 14:00", "NAME"),
+            ("transcribed 8/12/2024 at 2:59am", "NAME"),
+            ("Merry Christmas and a Happy Diwali!", "DATE"),
+            ("Update your Christmas card lists", "DATE"),
+            ("Service of thanksgiving at Southwark", "DATE"),
+            ("she may come in march or may not", "DATE"),
+        ] {
+            finds_none_in(&t, text, label);
+        }
+    }
+
+    #[test]
     fn callers_cv_lines_venues_and_trades_of_session_20() {
         let org = "ORGANIZATION";
         // The place a caller is from; a desk of the place itself is none.

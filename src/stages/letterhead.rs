@@ -4,7 +4,10 @@
 //! "Little Sprouts Pediatrics, 880 Riverside Pkwy". Such names end in any word, so no list of
 //! head words finds them all; their place in the letter does. A person's name there is left to
 //! the name recognizers, and a line of only generic office words ("Billing Office", "Attorneys at
-//! Law") names no one.
+//! Law") names no one. A document's title line names its organization before a dash when a word
+//! of it says what kind of body it is ("TRI-COUNTY FIRE RESCUE — PATIENT CARE REPORT", "Rosewood
+//! Lodge Care Home — Harrogate — …"); a department or a specialty heads notes the same way
+//! ("ANTICOAGULATION CLINIC - PHONE ENCOUNTER") and is no place of its own.
 
 use super::merge::TITLES;
 use super::places::words_at;
@@ -32,6 +35,30 @@ const GENERIC: &[&str] = &[
     "attention", "dear", "sincerely", "regards", "via", "manager", "coordinator", "director",
     "assistant", "nurse", "clerk", "associate", "specialist", "care", "case", "representative",
     "officer", "supervisor", "team", "unit", "garage", "yard", "estate", "sale",
+];
+
+/// Words that say a title line's first part is an organization of its own, not a department.
+#[rustfmt::skip]
+const BODIES: &[&str] = &[
+    "hospital", "hospitals", "infirmary", "rescue", "ambulance", "trust", "ltd", "ltd.", "inc",
+    "inc.", "llc", "telehealth", "diagnostics", "laboratories", "home", "hospice", "polyclinic",
+    "ysbyty", "klinik", "krankenhaus", "clinique", "hôpital", "response", "surgery", "practice",
+    "school", "college", "pharmacy", "chemist", "police", "fire", "paramedics", "healthcare",
+    "rehabilitation", "lodge", "manor", "village",
+];
+
+/// Words that name a document or a department, not who wrote it ("DISCHARGE SUMMARY", "Primary
+/// Care Progress Note").
+#[rustfmt::skip]
+const DOCUMENT: &[&str] = &[
+    "summary", "report", "note", "notes", "record", "records", "letter", "form", "visit",
+    "consultation", "consult", "assessment", "history", "admission", "discharge", "referral",
+    "prescription", "requisition", "certificate", "certification", "encounter", "messages",
+    "log", "plan", "orders", "progress", "transfer", "handover", "triage", "chart",
+    "evaluation", "review", "request", "appeal", "authorization", "statement", "worksheet",
+    "instructions", "examination", "department", "directorate", "division", "ward", "unit",
+    "office", "ministry", "republic", "program", "programme", "service", "services", "nursing",
+    "medicine",
 ];
 
 /// Legal forms a name keeps after its comma ("TRI-CITIES NEPHROLOGY, P.C."); any other words
@@ -67,7 +94,35 @@ pub fn letterheads(text: &str, v: &[Span]) -> Vec<Span> {
             out.push(Span::pattern(from, to, "ORGANIZATION", 0.7, "letterhead"));
         }
     }
+    out.extend(title_line(text, v));
     out
+}
+
+/// The organization a document's first line names before a spaced dash or bar ("BANKSIA GROVE
+/// AGED CARE HOME — Toowoomba QLD — Resident Progress Note"): two words or more, one in [`BODIES`],
+/// none in [`DOCUMENT`], and no person's name is there.
+fn title_line(text: &str, v: &[Span]) -> Option<Span> {
+    let from = text.len() - text.trim_start().len();
+    let line = text[from..].split('\n').next()?.trim_end();
+    let cut = [" — ", " – ", " - ", " | "]
+        .iter()
+        .filter_map(|d| line.find(d))
+        .min()?;
+    let len = name_length(&line[..cut])?;
+    let head = &line[..len];
+    let words: Vec<String> = words_at(head)
+        .iter()
+        .map(|(_, w)| w.trim_end_matches([',', '.']).to_lowercase())
+        .collect();
+    // One word alone is a department ("PHARMACY - CONTROLLED SUBSTANCE LOG").
+    let body = words.len() >= 2 && words.iter().any(|w| BODIES.contains(&w.as_str()));
+    let document = words.iter().any(|w| DOCUMENT.contains(&w.as_str()));
+    let to = from + len;
+    let named_person = v.iter().any(|s| {
+        s.start < to && s.end > from && canonical_label(&s.label).hipaa_class == "A_NAMES"
+    });
+    (body && !document && !named_person)
+        .then(|| Span::pattern(from, to, "ORGANIZATION", 0.7, "letterhead"))
 }
 
 /// The part of `line` before ", <house number> <Street>", when the line starts with it.
@@ -179,6 +234,25 @@ mod tests {
     fn the_name_before_a_street_on_its_line_is_one_too() {
         let text = "Little Sprouts Pediatrics, 880 Riverside Pkwy Ste 110, Grand Junction";
         assert_eq!(heads(text, &[]), ["Little Sprouts Pediatrics"]);
+    }
+
+    #[test]
+    fn a_title_line_names_its_organization_before_the_document() {
+        let heads_of = |t: &str| heads(t, &[]);
+        assert_eq!(
+            heads_of("  TRI-COUNTY FIRE RESCUE — PATIENT CARE REPORT\nIncident 4471"),
+            ["TRI-COUNTY FIRE RESCUE"]
+        );
+        assert_eq!(
+            heads_of("Rosewood Lodge Care Home — Harrogate — Resident daily record\n"),
+            ["Rosewood Lodge Care Home"]
+        );
+        // Departments, documents and people are not.
+        assert!(heads_of("ANTICOAGULATION CLINIC - PHONE ENCOUNTER\n").is_empty());
+        assert!(heads_of("PUBLIC HEALTH NURSING - HOME VISIT RECORD\n").is_empty());
+        assert!(heads_of("DOT MEDICAL EXAMINATION - EXAMINER SUMMARY\n").is_empty());
+        let t = "Grace Fire — fire safety talk\n";
+        assert!(heads(t, &[Span::model_at(t, "Grace Fire", "NAME")]).is_empty());
     }
 
     #[test]

@@ -118,6 +118,8 @@ pub fn recognize(
     }
     v = coalesce(v);
     if p.join_names {
+        let nicknames = trailing_nicknames(&text, &mut v, |w| recognizers.is_ordinary_word(w));
+        v = with_added(v, nicknames);
         let members = structure::name_lists(&text, &v);
         v = with_added(v, members);
     }
@@ -487,6 +489,60 @@ fn join_names(text: &str, mut v: Vec<Span>) -> Vec<Span> {
     out
 }
 
+/// The nicknames in quotes written after names ("SZYMANSKI, WILLIAM \"BILL\"", "GUNNAR W
+/// (\"Gus\")"), as NAME spans of their own; a name takes the closing quote of one it already
+/// holds. An `ordinary` word in quotes is a contract's defined term ("Rosa Ochoa (\"Tenants\")").
+/// `v` is sorted; a name right before the next span takes nothing.
+fn trailing_nicknames(text: &str, v: &mut [Span], ordinary: impl Fn(&str) -> bool) -> Vec<Span> {
+    let mut found = Vec::new();
+    for i in 0..v.len() {
+        if !is_name(&v[i]) {
+            continue;
+        }
+        let ceiling = v.get(i + 1).map_or(text.len(), |n| n.start.max(v[i].end));
+        let rest = &text[v[i].end..ceiling];
+        let held = &text[v[i].start..v[i].end];
+        if held.matches('"').count() % 2 == 1 && rest.starts_with('"') {
+            v[i].end += 1;
+            continue;
+        }
+        if held.matches('“').count() > held.matches('”').count() && rest.starts_with('”') {
+            v[i].end += '”'.len_utf8();
+            continue;
+        }
+        let Some(after) = rest.strip_prefix(' ') else {
+            continue;
+        };
+        let (paren, after) = match after.strip_prefix('(') {
+            Some(a) => (true, a),
+            None => (false, after),
+        };
+        let Some(quote) = after.chars().next().filter(|c| matches!(c, '"' | '“')) else {
+            continue;
+        };
+        let body = &after[quote.len_utf8()..];
+        let word = body.find(['"', '”']).map_or("", |end| &body[..end]);
+        let n = word.chars().count();
+        if !(2..=15).contains(&n)
+            || !word.starts_with(char::is_uppercase)
+            || !word.chars().all(char::is_alphabetic)
+            || ordinary(word)
+        {
+            continue;
+        }
+        // After the space, the opening paren and the quote.
+        let start = v[i].end + 1 + usize::from(paren) + quote.len_utf8();
+        found.push(Span::pattern(
+            start,
+            start + word.len(),
+            "NAME",
+            v[i].score,
+            "nickname",
+        ));
+    }
+    found
+}
+
 /// A name takes the initial written after it when the initial ends the name: "WHITE, GRANT T"
 /// before a field's gap, "Wambui N. (Westlands shop)", "HOANG, DAVID Q. Defendant". An
 /// initial without its dot must end the field (a line end, two spaces, punctuation). `v` is
@@ -825,6 +881,25 @@ mod tests {
         ] {
             assert!(!name_gap(gap), "{gap:?}");
         }
+    }
+
+    #[test]
+    fn a_nickname_in_quotes_after_a_name_is_a_name_and_a_defined_term_is_not() {
+        let t = "Pt: HUNTER, WILLIAM \"BILL\"   DOB 7/7/49; Name: TREVIÑO, GUILLERMO (\"Memo\") \
+                 MRN 1; Rosa Ochoa (\"Tenants\") and Ann Lee “Nan”.";
+        let name = |w: &str| Span::model_at(t, w, "NAME");
+        let mut v = vec![
+            name("HUNTER, WILLIAM \"BILL"),
+            name("TREVIÑO, GUILLERMO"),
+            name("Rosa Ochoa"),
+            name("Ann Lee"),
+        ];
+        let found = trailing_nicknames(t, &mut v, |w| w == "Tenants");
+        let texts = |v: &[Span]| -> Vec<String> {
+            v.iter().map(|s| t[s.start..s.end].to_string()).collect()
+        };
+        assert_eq!(texts(&v)[0], "HUNTER, WILLIAM \"BILL\"");
+        assert_eq!(texts(&found), ["Memo", "Nan"]);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! "hope: omg", "[9:15] Maya Patel: ok"), two labels take turns over three lines or more (a
 //! dialogue), or three or more labels open four or more lines and one of them opens two (a group
 //! chat), every such label is a person, listed in a gazetteer or not. Form fields ("Subject:", "Mother:") and section headings are ordinary words, and
-//! clinical abbreviations ("HPI:", "dx:") are no names, so neither ever counts.
+//! clinical abbreviations ("HPI:", "dx:") are no names, so neither ever counts; the writer and
+//! their kin ("me:", "Mom:") count towards a conversation but are no names either.
 
 use std::collections::HashMap;
 
@@ -20,6 +21,17 @@ const NOT_SPEAKERS: &[&str] = &[
     "atendente", "kunde", "kundin", "mitarbeiter", "conseiller", "conseillère", "utilisateur",
     "klant", "medewerker", "klient", "konsultant", "müşteri", "temsilci", "pelanggan", "khách",
     "paciente", "médico", "médica", "enfermera", "enfermero", "intérprete", "doctora",
+];
+
+/// The writer and their kin, as family chats label them ("me:", "Mom:", "엄마:"): they take turns
+/// like anyone, so they count towards a conversation, but they name no one.
+#[rustfmt::skip]
+const KIN: &[&str] = &[
+    "me", "mom", "mum", "mommy", "mummy", "mam", "mama", "dad", "daddy", "papa",
+    "grandma", "grandpa", "granny", "gran", "grandad", "nan", "auntie", "aunty", "sis", "bro",
+    "babe", "hubby", "wifey", "mamá", "papá", "mãe", "pai", "maman", "mutti", "ammi", "abbu",
+    "nanay", "tatay", "엄마", "아빠", "할머니", "할아버지", "누나", "언니", "오빠", "お母さん",
+    "お父さん", "妈妈", "爸爸",
 ];
 
 /// Longest label word, in characters.
@@ -72,7 +84,7 @@ pub fn chat_speakers(text: &str, ordinary: impl Fn(&str) -> bool) -> Vec<Span> {
     }
     labels
         .into_iter()
-        .filter(|l| counts.contains_key(&key(l)))
+        .filter(|l| counts.contains_key(&key(l)) && !KIN.contains(&key(l).as_str()))
         .map(|(s, e)| Span::pattern(s, e, "NAME", 0.7, "speaker"))
         .collect()
 }
@@ -233,6 +245,9 @@ mod tests {
         // Two taking turns.
         let dialogue = "Kasia: mama pyta\nPiotrek: ta\nKasia: super\n";
         assert_eq!(found(dialogue), ["Kasia", "Piotrek", "Kasia"]);
+        // The writer and their kin take turns but name no one.
+        let family = "Mom: did u call grandma\nKayla: not yet\nMom: call tonite\nme: same\n";
+        assert_eq!(found(family), ["Kayla"]);
         // A role after the name stays; an initial is the name's.
         let support = "[10:14] Dev (Support): Hi\n[10:15] Tolu B: hi\n[10:17] Dev (Support): ok\n\
                        [10:19] Tolu B.: thanks\n";
