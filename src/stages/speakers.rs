@@ -31,7 +31,7 @@ const KIN: &[&str] = &[
     "grandma", "grandpa", "granny", "gran", "grandad", "nan", "auntie", "aunty", "sis", "bro",
     "babe", "hubby", "wifey", "mamá", "papá", "mãe", "pai", "maman", "mutti", "ammi", "abbu",
     "nanay", "tatay", "엄마", "아빠", "할머니", "할아버지", "누나", "언니", "오빠", "お母さん",
-    "お父さん", "妈妈", "爸爸",
+    "お父さん", "母", "父", "妈妈", "爸爸", "妈", "爸", "奶奶", "爷爷",
 ];
 
 /// Longest label word, in characters.
