@@ -40,8 +40,8 @@ const GENERIC: &[&str] = &[
 /// Words that say a title line's first part is an organization of its own, not a department.
 #[rustfmt::skip]
 const BODIES: &[&str] = &[
-    "hospital", "hospitals", "infirmary", "rescue", "ambulance", "trust", "ltd", "ltd.", "inc",
-    "inc.", "llc", "telehealth", "diagnostics", "laboratories", "home", "hospice", "polyclinic",
+    "hospital", "hospitals", "infirmary", "rescue", "ambulance", "trust", "ltd", "inc", "llc",
+    "telehealth", "diagnostics", "laboratories", "home", "hospice", "polyclinic",
     "ysbyty", "klinik", "krankenhaus", "clinique", "hôpital", "response", "surgery", "practice",
     "school", "college", "pharmacy", "chemist", "police", "fire", "paramedics", "healthcare",
     "rehabilitation", "lodge", "manor", "village",

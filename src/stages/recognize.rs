@@ -499,8 +499,7 @@ fn trailing_nicknames(text: &str, v: &mut [Span], ordinary: impl Fn(&str) -> boo
         if !is_name(&v[i]) {
             continue;
         }
-        let ceiling = v.get(i + 1).map_or(text.len(), |n| n.start.max(v[i].end));
-        let rest = &text[v[i].end..ceiling];
+        let rest = text_after(text, v, i);
         let held = &text[v[i].start..v[i].end];
         if held.matches('"').count() % 2 == 1 && rest.starts_with('"') {
             v[i].end += 1;
@@ -543,6 +542,12 @@ fn trailing_nicknames(text: &str, v: &mut [Span], ordinary: impl Fn(&str) -> boo
     found
 }
 
+/// The text after `v[i]` up to the next span (`v` sorted), which a name may take into itself.
+fn text_after<'t>(text: &'t str, v: &[Span], i: usize) -> &'t str {
+    let ceiling = v.get(i + 1).map_or(text.len(), |n| n.start.max(v[i].end));
+    &text[v[i].end..ceiling]
+}
+
 /// A name takes the initial written after it when the initial ends the name: "WHITE, GRANT T"
 /// before a field's gap, "Wambui N. (Westlands shop)", "HOANG, DAVID Q. Defendant". An
 /// initial without its dot must end the field (a line end, two spaces, punctuation). `v` is
@@ -552,8 +557,7 @@ fn absorb_trailing_initials(text: &str, v: &mut [Span]) {
         if !is_name(&v[i]) {
             continue;
         }
-        let ceiling = v.get(i + 1).map_or(text.len(), |n| n.start.max(v[i].end));
-        let rest = &text[v[i].end..ceiling];
+        let rest = text_after(text, v, i);
         let Some(after) = rest.strip_prefix(' ') else {
             continue;
         };

@@ -57,18 +57,21 @@ pub fn chat_speakers(text: &str, ordinary: impl Fn(&str) -> bool) -> Vec<Span> {
         }
         start += line.len();
     }
-    let key = |&(s, e): &(usize, usize)| text[s..e].to_lowercase();
-    let mut counts: HashMap<String, usize> = HashMap::new();
-    for l in &labels {
-        *counts.entry(key(l)).or_default() += 1;
+    let keys: Vec<String> = labels
+        .iter()
+        .map(|&(s, e)| text[s..e].to_lowercase())
+        .collect();
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for k in &keys {
+        *counts.entry(k).or_default() += 1;
     }
     counts.retain(|label, _| !is_not_speaker(label, &ordinary));
     let repeated = counts.values().filter(|&&n| n >= 2).count();
     // The speakers' lines in order: two taking turns over three lines or more ("Kasia: …",
     // "Piotrek: …", "Kasia: …") are a dialogue.
-    let kept: Vec<String> = labels
+    let kept: Vec<&str> = keys
         .iter()
-        .map(key)
+        .map(String::as_str)
         .filter(|k| counts.contains_key(k))
         .collect();
     let lines = kept.len();
@@ -76,16 +79,18 @@ pub fn chat_speakers(text: &str, ordinary: impl Fn(&str) -> bool) -> Vec<Span> {
     // Two regulars, a dialogue, or a group chat where many speak once and one of them again; or
     // else only a speaker who comes back with a role ("Dev (Support):" beside "Customer:").
     if !(repeated >= 2 || turns || (repeated >= 1 && counts.len() >= 3 && lines >= 4)) {
-        counts.retain(|label, n| *n >= 2 && with_role.contains(label));
+        counts.retain(|label, n| *n >= 2 && with_role.iter().any(|r| r == label));
     } else if initials {
         // A transcript by initials: its other labels that stand once are its header's fields
         // ("Fecha:", "Podcast:").
         counts.retain(|_, n| *n >= 2);
     }
+    counts.retain(|label, _| !KIN.contains(label));
     labels
         .into_iter()
-        .filter(|l| counts.contains_key(&key(l)) && !KIN.contains(&key(l).as_str()))
-        .map(|(s, e)| Span::pattern(s, e, "NAME", 0.7, "speaker"))
+        .zip(&keys)
+        .filter(|(_, k)| counts.contains_key(k.as_str()))
+        .map(|((s, e), _)| Span::pattern(s, e, "NAME", 0.7, "speaker"))
         .collect()
 }
 
