@@ -2169,6 +2169,75 @@ mod tests {
     }
 
     #[test]
+    fn ranks_signoffs_dates_and_title_towns_of_session_24() {
+        let t = Recognizers::builtin_with_stand_in_gazetteers();
+        for (text, label, value) in [
+            // A surname after a rank, or after "doctor" as dictation spells it.
+            (
+                "notified by FHP Trooper Casillas (#1187)",
+                "NAME",
+                "Casillas",
+            ),
+            ("brought by police (Ofc. Reyes, #3318)", "NAME", "Reyes"),
+            (
+                "anesthesia doctor Raines general endotracheal",
+                "NAME",
+                "Raines",
+            ),
+            // Listed given names that are words, signing off or inside a sentence.
+            (
+                "my sugars been high\nthx hope m\n--- Reply",
+                "FIRST_NAME",
+                "hope",
+            ),
+            (
+                "IMG_4471.HEIC attached\n-will\n---- reply",
+                "FIRST_NAME",
+                "will",
+            ),
+            ("twins, Hope and Will, on Sunday", "FIRST_NAME", "Will"),
+            ("Son (Emeka) calling from Lagos", "FIRST_NAME", "Emeka"),
+            // A letter's reference: the author's initials and the typist's.
+            ("Dictated: AR/kjh   Job 4471902", "NAME", "AR"),
+            ("Dictated: AR/kjh   Job 4471902", "NAME", "kjh"),
+            // Dates: month and day shorthand, months after a verb, ordinals, holidays.
+            ("Ix (04/09): NS1 Ag POSITIVE", "DATE", "04/09"),
+            ("blood cx 4/1 E. coli", "DATE", "4/1"),
+            ("darbepoetin started June, sevelamer", "DATE", "June"),
+            ("Quarter: Jan-Mar 2024 Support", "DATE", "Jan"),
+            ("lab ticket, 18th 9am. Red flags", "DATE", "18th"),
+            (
+                "short arm cast on the ninth period she reports",
+                "DATE",
+                "ninth",
+            ),
+            (
+                "short of breath on Election Day. CXR",
+                "DATE",
+                "Election Day",
+            ),
+            ("2024/02/03（節分）日勤", "DATE", "節分"),
+            // The town ending a title line.
+            ("ST. JARLATH'S HOSPITAL, TUAM\nWARD NOTE", "CITY", "TUAM"),
+        ] {
+            finds_in(&t, text, label, value);
+        }
+        for (text, label) in [
+            ("the deputy said he would call", "NAME"),
+            ("ID: Blood cx 2/2 GNR, E. coli", "DATE"),
+            ("discharged June Hale to rehab", "DATE"),
+            ("the Will of the deceased", "FIRST_NAME"),
+            ("thanks doc\nsee you", "FIRST_NAME"),
+            ("Interpreter (Swahili) by video", "FIRST_NAME"),
+            ("history of Bell's palsy (G51.0)", "FIRST_NAME"),
+            ("fluent in German and English", "FIRST_NAME"),
+            ("IMSS, Hermosillo, Tuam\nNOTA", "CITY"),
+        ] {
+            finds_none_in(&t, text, label);
+        }
+    }
+
+    #[test]
     fn callers_cv_lines_venues_and_trades_of_session_20() {
         let org = "ORGANIZATION";
         // The place a caller is from; a desk of the place itself is none.
@@ -2402,14 +2471,17 @@ mod tests {
         has("(though Kelly's song was about", "LAST_NAME", "Kelly");
         has("Why is Bernd so impulsive?", "FIRST_NAME", "Bernd");
         has("a 20yo female, Anna, seen in clinic", "NAME", "Anna");
+        // A given name that is a word, capitalized inside a sentence, is a name there.
+        has("why is Will so sure", "FIRST_NAME", "Will");
         for quiet in [
             // A surname that is an English word, an eponym, a month.
             "Brown's cow was sold",
             "a recent Ludwig's angina treated",
             "Kelly's syndrome",
             "since March's visit",
-            // A given name that is a word.
-            "why is Will so sure",
+            // A given name that is a word, in lower case or after an article.
+            "why is will so sure",
+            "read the Will to them",
         ] {
             let got = found_with(&t, quiet);
             assert!(

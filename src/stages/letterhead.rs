@@ -44,7 +44,9 @@ const BODIES: &[&str] = &[
     "telehealth", "diagnostics", "laboratories", "home", "hospice", "polyclinic",
     "ysbyty", "klinik", "krankenhaus", "clinique", "hôpital", "response", "surgery", "practice",
     "school", "college", "pharmacy", "chemist", "police", "fire", "paramedics", "healthcare",
-    "rehabilitation", "lodge", "manor", "village",
+    "rehabilitation", "lodge", "manor", "village", "imaging", "audiology", "rehab", "walk-in",
+    "polyclinics", "institute", "institut", "klinikum", "universitätsklinikum", "congress",
+    "mutual", "system", "center", "centre", "eye",
 ];
 
 /// Words that name a document or a department, not who wrote it ("DISCHARGE SUMMARY", "Primary

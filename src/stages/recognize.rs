@@ -256,6 +256,8 @@ const HONORIFICS: &[&str] = &[
     "Tita", "Tito", "Oma", "Opa", "Aunty", "Auntie", "Uncle", "Grandma", "Grandpa", "Nurse",
     "Sister", "Father", "Pastor", "Rev", "Reverend", "Imam", "Rabbi", "Officer", "Sergeant",
     "Sgt", "Captain", "Capt", "Lt", "Judge", "Coach", "Ma'am", "Dhr", "Mevr", "Mevrouw",
+    "Trooper", "Deputy", "Ofc", "Constable", "Const", "PC", "Detective", "Det", "Cpl", "Corporal",
+    "Inspector", "Insp", "Lieutenant", "Sheriff",
 ];
 
 /// Forms of address written after a name ("Ayşe Hanım", "Cengiz Bey").
