@@ -2217,8 +2217,36 @@ mod tests {
                 "Election Day",
             ),
             ("2024/02/03（節分）日勤", "DATE", "節分"),
-            // The town ending a title line.
+            // The town ending a title line, after a postcode, before an airport's code.
             ("ST. JARLATH'S HOSPITAL, TUAM\nWARD NOTE", "CITY", "TUAM"),
+            ("Hinterhaus 2. OG 10435 Bath  Rechnung", "CITY", "Bath"),
+            ("Sat 04 Jan 2025  Tuam (NOC) 11:25", "CITY", "Tuam"),
+            // Handles heading a Discord or Slack export; a payee; an insurer by its label.
+            (
+                "kaylee_b — 11/14/2023 9:02 PM\nok who",
+                "USERNAME",
+                "kaylee_b",
+            ),
+            (
+                "#random\n\ngrace.k  9:31 AM\nmiss you",
+                "USERNAME",
+                "grace.k",
+            ),
+            (
+                "Rent – Standing order to J WHITTAKER (ref FLAT2)",
+                "NAME",
+                "J WHITTAKER",
+            ),
+            (
+                "Ins: DentaGuard PPO, Sub ID DG-55810274",
+                "ORGANIZATION",
+                "DentaGuard PPO",
+            ),
+            ("Police (PC Hughes, South Wales Police", "NAME", "Hughes"),
+            // Korean and Japanese names by their role or title of address.
+            ("보호자: 아들 정대현 (010-5555-7714)", "NAME", "정대현"),
+            ("소화기내과 최동훈 교수님께 전화", "NAME", "최동훈"),
+            ("循環器内科　松本 健一 先生 御侍史", "NAME", "松本 健一"),
         ] {
             finds_in(&t, text, label, value);
         }
@@ -2232,6 +2260,10 @@ mod tests {
             ("history of Bell's palsy (G51.0)", "FIRST_NAME"),
             ("fluent in German and English", "FIRST_NAME"),
             ("IMSS, Hermosillo, Tuam\nNOTA", "CITY"),
+            ("moved there in 2019 Bath.", "CITY"),
+            ("#agenda\nRegistration  9:00 AM\n", "USERNAME"),
+            ("Ins: Medicare A/B", "ORGANIZATION"),
+            ("Insurance: Member ID: XPG620747263.", "ORGANIZATION"),
         ] {
             finds_none_in(&t, text, label);
         }

@@ -257,7 +257,8 @@ const HONORIFICS: &[&str] = &[
     "Sister", "Father", "Pastor", "Rev", "Reverend", "Imam", "Rabbi", "Officer", "Sergeant",
     "Sgt", "Captain", "Capt", "Lt", "Judge", "Coach", "Ma'am", "Dhr", "Mevr", "Mevrouw",
     "Trooper", "Deputy", "Ofc", "Constable", "Const", "PC", "Detective", "Det", "Cpl", "Corporal",
-    "Inspector", "Insp", "Lieutenant", "Sheriff",
+    "Inspector", "Insp", "Lieutenant", "Sheriff", "Garda", "Cllr", "Councillor", "1SG", "SSG",
+    "SFC", "SGT", "CPT", "MAJ", "PFC", "SPC",
 ];
 
 /// Forms of address written after a name ("Ayşe Hanım", "Cengiz Bey").
