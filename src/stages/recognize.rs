@@ -195,8 +195,28 @@ const PUBLIC_OFFICES: &[&str] = &[
     "Secretary of State",
 ];
 
+/// Public figures named in full, whose names no patient or relative is likely to share, which
+/// texts mention as news, taste or small talk ("sing along to Taylor Swift"): no identifier of
+/// the person the text is about. Names that many people share ("Bill Gates", "Michael Jordan",
+/// "Adele", "Drake") are not here.
+#[rustfmt::skip]
+const PUBLIC_FIGURES: &[&str] = &[
+    "Taylor Swift", "Elon Musk", "Beyoncé", "Beyonce", "Barack Obama", "Donald Trump", "Joe Biden",
+    "Kamala Harris", "Oprah Winfrey", "Kim Kardashian", "LeBron James", "Lionel Messi",
+    "Cristiano Ronaldo", "Keanu Reeves", "Zendaya", "Timothée Chalamet", "Dolly Parton",
+    "Patrick Mahomes", "Travis Kelce", "Jeff Bezos", "Mark Zuckerberg", "Ryan Seacrest",
+    "Jimmy Fallon", "Christopher Walken", "Florence Pugh", "Frida Kahlo", "Diego Rivera",
+    "Gareth Bale", "Harrison Butker", "Denis Villeneuve", "Greta Gerwig", "Ryan Gosling",
+    "Margot Robbie", "Rihanna", "Shakira", "Ed Sheeran", "Harry Styles", "Billie Eilish",
+    "Serena Williams", "Roger Federer", "Rafael Nadal", "Novak Djokovic", "Usain Bolt", "Tom Brady",
+    "Simone Biles", "Jalen Brunson", "Mikal Bridges", "Yvon Chouinard", "Stephen Curry",
+    "Kylian Mbappé", "Erling Haaland", "Volodymyr Zelensky", "Vladimir Putin", "Narendra Modi",
+    "Emmanuel Macron", "Rishi Sunak", "Keir Starmer", "Justin Trudeau", "Pope Francis",
+    "King Charles",
+];
+
 /// Drops names right after a title of public office ([`PUBLIC_OFFICES`]), or that start with
-/// one.
+/// one, and names of public figures ([`PUBLIC_FIGURES`]).
 fn drop_public_offices(text: &str, v: &mut Vec<Span>) {
     let office_ending = |t: &str| {
         PUBLIC_OFFICES.iter().any(|o| {
@@ -214,7 +234,13 @@ fn drop_public_offices(text: &str, v: &mut Vec<Span>) {
                 .strip_prefix(o)
                 .is_some_and(|r| r.starts_with(' '))
         });
-        !(starts_with_office || before.len() < s.start && office_ending(before))
+        let t = &text[s.start..s.end];
+        let bare = t
+            .strip_suffix("'s")
+            .or_else(|| t.strip_suffix("’s"))
+            .unwrap_or(t);
+        let figure = PUBLIC_FIGURES.contains(&bare);
+        !(figure || starts_with_office || before.len() < s.start && office_ending(before))
     });
 }
 
@@ -997,6 +1023,21 @@ mod tests {
         drop_public_offices(text, &mut v);
         let got: Vec<&str> = v.iter().map(|s| &text[s.start..s.end]).collect();
         assert_eq!(got, ["Ana Presidente", "Jo Park"]);
+    }
+
+    #[test]
+    fn public_figures_named_in_full_are_no_identifiers() {
+        let text = "sing along to Taylor Swift; Taylor Swift's tour; Taylor Swiftly; Taylor Kim";
+        let name = |w: &str| Span::model_at(text, w, "NAME");
+        let mut v = vec![
+            name("Taylor Swift"),
+            name("Taylor Swift's"),
+            name("Taylor Swiftly"),
+            name("Taylor Kim"),
+        ];
+        drop_public_offices(text, &mut v);
+        let got: Vec<&str> = v.iter().map(|s| &text[s.start..s.end]).collect();
+        assert_eq!(got, ["Taylor Swiftly", "Taylor Kim"]);
     }
 
     #[test]

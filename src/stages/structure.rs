@@ -19,6 +19,8 @@
 //! - A place that is a country, and not a town with a state or ZIP after it ("Lebanon, PA"),
 //!   is labelled COUNTRY: Safe Harbor removes places smaller than a state, and policies keep
 //!   countries as they keep states.
+//! - A place that is a province, state or territory of another country and no town's name too
+//!   ("Kingston, Ontario", "Pune, Maharashtra") is labelled STATE, as a US state is.
 
 use super::span::Span;
 use crate::deid::{canonical_label, dates};
@@ -586,7 +588,8 @@ pub fn drop_business_names(text: &str, v: &mut Vec<Span>) {
 }
 
 /// Place spans that name a country become COUNTRY, and so do given names a pattern found that
-/// are countries ("France was fun"): see the module docs.
+/// are countries ("France was fun"); place spans that name another country's province and stand
+/// alone become STATE: see the module docs.
 pub fn label_countries(text: &str, v: &mut [Span]) {
     for s in v.iter_mut() {
         let c = canonical_label(&s.label);
@@ -600,9 +603,18 @@ pub fn label_countries(text: &str, v: &mut [Span]) {
         if c.hipaa_class != "B_GEOGRAPHIC" || matches!(c.name, "STATE" | "COUNTRY") {
             continue;
         }
-        if !is_country(&text[s.start..s.end]) {
+        let name = &text[s.start..s.end];
+        let label = if is_country(name) {
+            "COUNTRY"
+        } else if PROVINCES
+            .iter()
+            .any(|p| p.eq_ignore_ascii_case(name.trim()))
+            && stands_alone(text, s)
+        {
+            "STATE"
+        } else {
             continue;
-        }
+        };
         // "Lebanon, PA" or "Mexico 65265" is a town.
         let after = text[s.end..].trim_start_matches([',', ' ', '\t']);
         let town = after
@@ -613,10 +625,49 @@ pub fn label_countries(text: &str, v: &mut [Span]) {
                     || (w.len() == 5 && w.chars().all(|c| c.is_ascii_digit()))
             });
         if !town {
-            s.label = "COUNTRY".into();
+            s.label = label.into();
         }
     }
 }
+
+/// Whether a place stands on its own and not inside a longer name ("Fiscalía del Estado de
+/// Jalisco", "AOK Baden-Württemberg", "Nova Scotia Health"): after a comma, a bracket, the
+/// text's start or a lower-case word other than "of" or "de", and before no capitalized word
+/// (a postcode may follow: "Ontario M5H 3T4").
+fn stands_alone(text: &str, s: &Span) -> bool {
+    let before = text[..s.start].trim_end_matches([' ', '\t']);
+    let word_before = before
+        .rsplit(|c: char| !c.is_alphabetic())
+        .next()
+        .unwrap_or("");
+    let opens = before.is_empty()
+        || before.ends_with([',', '(', '\n', ';'])
+        || (word_before.starts_with(char::is_lowercase)
+            && !["of", "de", "del", "do", "da", "du"].contains(&word_before));
+    let next = text[s.end..]
+        .trim_start_matches([' ', '\t'])
+        .split(char::is_whitespace)
+        .next()
+        .unwrap_or("");
+    let names_on =
+        next.starts_with(char::is_uppercase) && !next.contains(|c: char| c.is_ascii_digit());
+    opens && !names_on
+}
+
+/// Provinces, states and territories outside the US that name no well-known town too (not
+/// "Québec", "Victoria", "Lagos", "Oaxaca" or "New Brunswick"): a kept name that is also a town
+/// elsewhere in the text would leave that town standing.
+#[rustfmt::skip]
+const PROVINCES: &[&str] = &[
+    "Ontario", "Alberta", "Manitoba", "Saskatchewan", "British Columbia", "Nova Scotia",
+    "Newfoundland", "Newfoundland and Labrador", "Prince Edward Island", "Yukon", "Nunavut",
+    "Northwest Territories", "New South Wales", "Queensland", "Tasmania", "Western Australia",
+    "South Australia", "Northern Territory", "Maharashtra", "Karnataka", "Kerala", "Tamil Nadu",
+    "Gujarat", "Rajasthan", "Uttar Pradesh", "Madhya Pradesh", "Andhra Pradesh", "West Bengal",
+    "Telangana", "Odisha", "Haryana", "Bihar", "Jalisco", "Yucatán", "Nuevo León",
+    "Baja California", "Michoacán", "Laguna", "Batangas Province", "Gauteng", "KwaZulu-Natal",
+    "Western Cape", "Eastern Cape", "Bavaria", "Bayern", "Baden-Württemberg", "Nordrhein-Westfalen",
+];
 
 /// Country names in English (ISO 3166 short names and the usual variants).
 const COUNTRIES: &[&str] = &[
@@ -1155,5 +1206,23 @@ mod tests {
             labels,
             ["COUNTRY", "COUNTRY", "CITY", "COUNTRY", "FIRST_NAME"]
         );
+    }
+
+    #[test]
+    fn provinces_are_labelled_states_and_a_city_named_like_one_is_not() {
+        let t = "a church in Kingston, Ontario, dated 1913; Thane, Maharashtra; Québec (Québec); \
+                 Fiscalía del Estado de Jalisco; Queensland Police";
+        let mut v = vec![
+            span(t, "Kingston", "CITY"),
+            span(t, "Ontario", "CITY"),
+            span(t, "Maharashtra", "LOCATION"),
+            span(t, "Québec", "CITY"),
+            span(t, "Jalisco", "CITY"),
+            span(t, "Queensland", "CITY"),
+        ];
+        label_countries(t, &mut v);
+        let labels: Vec<_> = v.iter().map(|s| s.label.as_str()).collect();
+        // Inside a longer name a province stays what the model said.
+        assert_eq!(labels, ["CITY", "STATE", "STATE", "CITY", "CITY", "CITY"]);
     }
 }
