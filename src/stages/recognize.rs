@@ -170,7 +170,7 @@ pub fn recognize(
     }
     drop_greetings(&text, &mut v);
     trim_name_edges(&text, &mut v, recognizers);
-    drop_public_offices(&text, &mut v);
+    drop_public_figures(&text, &mut v);
     drop_sentence_dots(&text, &mut v);
     spans.spans = v;
     spans
@@ -217,7 +217,7 @@ const PUBLIC_FIGURES: &[&str] = &[
 
 /// Drops names right after a title of public office ([`PUBLIC_OFFICES`]), or that start with
 /// one, and names of public figures ([`PUBLIC_FIGURES`]).
-fn drop_public_offices(text: &str, v: &mut Vec<Span>) {
+fn drop_public_figures(text: &str, v: &mut Vec<Span>) {
     let office_ending = |t: &str| {
         PUBLIC_OFFICES.iter().any(|o| {
             t.strip_suffix(o)
@@ -1020,7 +1020,7 @@ mod tests {
             name("Pope Francis"),
             name("Jo Park"),
         ];
-        drop_public_offices(text, &mut v);
+        drop_public_figures(text, &mut v);
         let got: Vec<&str> = v.iter().map(|s| &text[s.start..s.end]).collect();
         assert_eq!(got, ["Ana Presidente", "Jo Park"]);
     }
@@ -1035,7 +1035,7 @@ mod tests {
             name("Taylor Swiftly"),
             name("Taylor Kim"),
         ];
-        drop_public_offices(text, &mut v);
+        drop_public_figures(text, &mut v);
         let got: Vec<&str> = v.iter().map(|s| &text[s.start..s.end]).collect();
         assert_eq!(got, ["Taylor Swiftly", "Taylor Kim"]);
     }
