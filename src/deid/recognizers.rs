@@ -467,7 +467,7 @@ impl Recognizers {
                 }
                 Some("us_places.txt") => "PORT LEYDEN\nCHICAGO\nHARROW\nEMILY\nWELLS\nLYME",
                 Some("english_words.txt") => {
-                    "ABDOMEN\nSOFT\nPROVIDER\nATTEND\nSIGN\nVITAL\nLAB\nTEST\nWILL\nHOPE\nCALLIOPE\nBROWN\nBAKER\nYES\nASSESSMENT\nVERIFIED"
+                    "ABDOMEN\nSOFT\nPROVIDER\nATTEND\nSIGN\nVITAL\nLAB\nTEST\nWILL\nHOPE\nCALLIOPE\nBROWN\nBAKER\nYES\nASSESSMENT\nVERIFIED\nRIVER\nDECEASED\nALIVE"
                 }
                 Some("drugs.txt") => "ZANTAC\nLASIX",
                 Some("world_places.txt") => {
@@ -2266,6 +2266,77 @@ mod tests {
             ("Insurance: Member ID: XPG620747263.", "ORGANIZATION"),
         ] {
             finds_none_in(&t, text, label);
+        }
+    }
+
+    #[test]
+    fn relatives_neighbourhoods_and_title_line_organizations_of_session_25() {
+        let t = Recognizers::builtin_with_stand_in_gazetteers();
+        for (text, label, value) in [
+            // A relative's name that is a word, after a kinship word inside a sentence; a name
+            // after a care role, also in brackets.
+            ("self and son River, 4, at home", "NAME", "River"),
+            ("called charge RN (Marcus) 00:24", "NAME", "Marcus"),
+            ("lives with moko Tamati and", "NAME", "Tamati"),
+            // Neighbourhoods by the word that says so; towns split by a slash.
+            (
+                "Calle 5, Col. Crédito Constructor, 03940",
+                "CITY",
+                "Col. Crédito Constructor",
+            ),
+            (
+                "Admiralty Way, Lekki Phase 1, Lagos",
+                "CITY",
+                "Lekki Phase 1",
+            ),
+            (
+                "Evet, Caferağa Mah., 34710 Kadıköy",
+                "CITY",
+                "Caferağa Mah.",
+            ),
+            (
+                "around the Alberta Arts District is",
+                "CITY",
+                "Alberta Arts District",
+            ),
+            (
+                "No: 245 D: 7, Kadıköy/İstanbul. Saat",
+                "CITY",
+                "Kadıköy/İstanbul",
+            ),
+            ("1842 – São Paulo/SP – 01310-200", "CITY", "São Paulo"),
+            // The organization a clinical document's capital title line opens with.
+            (
+                "BARWON HEALTH — Community Palliative Care\nPatient: J. Doe  MRN 4471203\nDx: COPD",
+                "LOCATION",
+                "BARWON HEALTH",
+            ),
+        ] {
+            finds_in(&t, text, label, value);
+        }
+        for (text, label) in [
+            ("campus, Tuesdays/Thursdays, and", "CITY"),
+            ("Answer, Yes/No. Thanks", "CITY"),
+            ("FLOWSHEET - Med/Surg, 4 West", "CITY"),
+            ("Therapie: Zantac/Lasix 40 mg", "CITY"),
+            (
+                "ANTICOAGULATION CLINIC - PHARMACIST NOTE\nPatient: J. Doe  MRN 4471203\nINR 2.4",
+                "LOCATION",
+            ),
+            (
+                "DISCHARGE SUMMARY — PAGE 1\nPatient: J. Doe  MRN 4471203\nDx: COPD",
+                "LOCATION",
+            ),
+        ] {
+            finds_none_in(&t, text, label);
+        }
+        // A family history's status word after a kinship word is no name, headed or not.
+        for text in [
+            "Mother: Deceased at 60",
+            "mother Deceased at 60, father Alive.",
+        ] {
+            let got = found_with(&t, text);
+            assert!(got.iter().all(|(p, ..)| p != "name_kin_word"), "{got:?}");
         }
     }
 

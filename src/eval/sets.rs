@@ -28,7 +28,7 @@ const COMMITTED: [&str; 3] = ["synthetic", "asq-phi-dev", "asq-phi-test"];
 /// Probe sets committed under `tests/data/probes`, as (name, file, source, tuned on): text
 /// written for this project by sessions that never read the recognizers, then tuned on, or held
 /// out (see its README).
-const PROBES: [(&str, &str, &str, bool); 28] = [
+const PROBES: [(&str, &str, &str, bool); 30] = [
     (
         "probe-clinical",
         "probes/clinical.jsonl",
@@ -227,6 +227,23 @@ const PROBES: [(&str, &str, &str, bool); 28] = [
          and HR letters, bulletins, obituaries, bookings, receipts, alerts, logs, JSON and CSV, \
          prompts; about 25 countries) with public figures beside private people, written blind \
          to the recognizers in session 24; tuned on: a regression floor, not evidence",
+        true,
+    ),
+    (
+        "probe-notes-11",
+        "probes/clinical_notes_11.jsonl",
+        "120 clinical documents (twenty kinds, from ED notes and pathology reports to prior \
+         authorizations, dental, hospice and correctional care) from the US (fifteen regions) and \
+         twenty other countries, written blind to the recognizers in session 25; tuned on: a \
+         regression floor, not evidence",
+        true,
+    ),
+    (
+        "probe-general-11",
+        "probes/general_11.jsonl",
+        "200 general texts (thirty kinds, from mail, chats and tickets to police reports, \
+         classified ads, app logs and LLM prompts) from thirty-five countries, written blind to \
+         the recognizers in session 25; tuned on: a regression floor, not evidence",
         true,
     ),
     (

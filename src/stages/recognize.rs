@@ -340,7 +340,65 @@ fn trim_name_edges(text: &str, v: &mut Vec<Span>, recognizers: &Recognizers) {
             s.end = s.start + head.trim_end().len();
         }
     }
-    v.retain(|s| !(is_name(s) && title(text[s.start..s.end].trim())));
+    for s in v.iter_mut().filter(|s| is_name(s)) {
+        trim_first_person(text, s);
+    }
+    v.retain(|s| {
+        !(is_name(s) && (title(text[s.start..s.end].trim()) || is_pronoun_phrase(text, s)))
+    });
+}
+
+/// First-person forms, never part of a name ("May I have…", "So I called").
+const FIRST_PERSON: &[&str] = &[
+    "I", "I'm", "I’m", "I've", "I’ve", "I'll", "I’ll", "I'd", "I’d",
+];
+
+/// Pronouns and determiners that open a sentence, which the model and the speaker-label
+/// patterns take for a name after a line's label ("Caller: My dad's pendant", "Rep: Your order").
+#[rustfmt::skip]
+const PRONOUNS: &[&str] = &[
+    "My", "Your", "Our", "Their", "His", "Its", "We", "You", "They", "He", "She", "It", "This",
+    "That", "These", "Those", "The",
+];
+
+/// Words that open a sentence before "I", which then joins them into a name ("May I have",
+/// "So I finally", "Ok I have to ask").
+#[rustfmt::skip]
+const OPENERS: &[&str] = &[
+    "May", "So", "Ok", "OK", "Okay", "Honestly", "Lmao", "Lol", "Can", "Could", "Should", "Would",
+    "Do", "Did", "Now", "Then", "Well", "Yes", "No", "And", "But", "Also", "Today", "Sunday",
+];
+
+/// Takes first-person words off a name's edges ("Tell Hope I said" → "Hope", "Hi I'm Blessing" →
+/// "Blessing"); a span of them alone is left empty at its start.
+fn trim_first_person(text: &str, s: &mut Span) {
+    while let Some((head, last)) = text[s.start..s.end].rsplit_once(' ')
+        && FIRST_PERSON.contains(&last)
+    {
+        s.end = s.start + head.trim_end().trim_end_matches(',').len();
+    }
+    while let Some((first, rest)) = text[s.start..s.end].split_once(' ')
+        && FIRST_PERSON.contains(&first.trim_end_matches(','))
+    {
+        s.start = s.end - rest.trim_start().len();
+    }
+}
+
+/// Whether a name span is a first-person form, a sentence opener left by [`trim_first_person`]
+/// before one, or a pronoun or determiner alone before a lower-case word.
+fn is_pronoun_phrase(text: &str, s: &Span) -> bool {
+    let t = text[s.start..s.end].trim_end_matches(',');
+    let next = text[s.end..].trim_start_matches([' ', '\t', ',']);
+    let after_word = next
+        .split_once(char::is_whitespace)
+        .map_or(next, |(w, _)| w);
+    if FIRST_PERSON.contains(&t) || (OPENERS.contains(&t) && FIRST_PERSON.contains(&after_word)) {
+        return true;
+    }
+    PRONOUNS.contains(&t.trim())
+        && text[s.end..]
+            .trim_start_matches([' ', '\t'])
+            .starts_with(char::is_lowercase)
 }
 
 fn is_greeting_or_field(s: &str) -> bool {
@@ -1063,6 +1121,26 @@ mod tests {
         let got = run(t, spans, SWEEP);
         let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
         assert_eq!(texts, ["Grant", "Ana"]);
+    }
+
+    #[test]
+    fn first_person_words_and_pronouns_are_no_names() {
+        let t = "Caller: My dad's pendant. May I have it? Tell Hope I said thanks. \
+                 Dear Nora, I've passed it on. My Tran came.";
+        let at = |w: &str| Span::model_at(t, w, "NAME");
+        let spans = vec![
+            at("My"),
+            at("May I"),
+            at("Hope I"),
+            at("Nora, I've"),
+            at("My Tran"),
+        ];
+        let table = Recognizers::builtin_with_stand_in_gazetteers();
+        let got = run_with(&table, t, spans, SWEEP);
+        let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
+        // "I" comes off a name's edge; a pronoun alone before a lower-case word and an opener
+        // before "I" go; a pronoun inside a longer name stays.
+        assert_eq!(texts, ["Hope", "Nora", "My Tran"]);
     }
 
     #[test]
