@@ -339,8 +339,6 @@ fn trim_name_edges(text: &str, v: &mut Vec<Span>, recognizers: &Recognizers) {
         {
             s.end = s.start + head.trim_end().len();
         }
-    }
-    for s in v.iter_mut().filter(|s| is_name(s)) {
         trim_first_person(text, s);
     }
     v.retain(|s| {
@@ -388,17 +386,14 @@ fn trim_first_person(text: &str, s: &mut Span) {
 /// before one, or a pronoun or determiner alone before a lower-case word.
 fn is_pronoun_phrase(text: &str, s: &Span) -> bool {
     let t = text[s.start..s.end].trim_end_matches(',');
-    let next = text[s.end..].trim_start_matches([' ', '\t', ',']);
-    let after_word = next
+    let after = text[s.end..].trim_start_matches([' ', '\t']);
+    let next = after.trim_start_matches([' ', '\t', ',']);
+    let next_word = next
         .split_once(char::is_whitespace)
         .map_or(next, |(w, _)| w);
-    if FIRST_PERSON.contains(&t) || (OPENERS.contains(&t) && FIRST_PERSON.contains(&after_word)) {
-        return true;
-    }
-    PRONOUNS.contains(&t.trim())
-        && text[s.end..]
-            .trim_start_matches([' ', '\t'])
-            .starts_with(char::is_lowercase)
+    FIRST_PERSON.contains(&t)
+        || (OPENERS.contains(&t) && FIRST_PERSON.contains(&next_word))
+        || (PRONOUNS.contains(&t.trim()) && after.starts_with(char::is_lowercase))
 }
 
 fn is_greeting_or_field(s: &str) -> bool {
