@@ -2341,6 +2341,61 @@ mod tests {
     }
 
     #[test]
+    fn ages_months_days_and_last_fours_of_session_26() {
+        let t = Recognizers::builtin_with_stand_in_gazetteers();
+        for (text, label, value) in [
+            // Ages over 89 after a titled surname, in a bracket, after a clause, labelled.
+            ("Mrs Blackwood is 91 and very deaf", "AGE", "91"),
+            ("lives with wife (Bea, 91), drives", "AGE", "91"),
+            ("my mother, who lives with me, is 97. We", "AGE", "97"),
+            ("Age: ninety-one     MRN: 4471", "AGE", "ninety-one"),
+            ("Age at death: 98   Patient ID", "AGE", "98"),
+            ("advanced age (103), CKD 3b", "AGE", "103"),
+            ("in her 98th year. Predeceased", "AGE", "98th"),
+            ("who will turn 100 on her birthday", "AGE", "100"),
+            // Months paired, cut years, a month after "the"; ordinal days ending a phrase.
+            ("Toombs Produce April-July - please", "DATE", "April-July"),
+            ("TTE Jan '24), T2DM", "DATE", "Jan '24"),
+            ("disputes the March invoice", "DATE", "March"),
+            ("Perfect, booked the 14th. One more", "DATE", "14th"),
+            (
+                "told him on the 4th and 11th. Nothing",
+                "DATE",
+                "4th and 11th",
+            ),
+            // Last fours and short bleeps.
+            (
+                "Cliente: 55. Card ends 6613. Gestor",
+                "ACCOUNT_NUMBER",
+                "6613",
+            ),
+            ("SSN (last 4) 6628     TRICARE", "ACCOUNT_NUMBER", "6628"),
+            (
+                "paid by credit card xx4417) Delivery",
+                "ACCOUNT_NUMBER",
+                "xx4417",
+            ),
+            ("our CNS (bleep 611), will phone", "PHONE", "611"),
+            // Wards by their suffix, places a distance away, a news dateline's town.
+            ("3-4-12 Daido, Tennoji-ku, Osaka", "CITY", "Tennoji-ku"),
+            ("from home ~14 mi N of Chinle (no street", "CITY", "Chinle"),
+        ] {
+            finds_in(&t, text, label, value);
+        }
+        for (text, label) in [
+            ("Sats, is 94% on air", "AGE"),
+            ("her room on the 6th floor is quiet", "DATE"),
+            ("the 3rd time this week", "DATE"),
+            ("skips in the 3rd and 4th cogs", "DATE"),
+            ("POLICE APPEAL - MISSING PERSON", "CITY"),
+            ("the May Queen parade", "DATE"),
+            ("pager 611 mg", "PHONE"),
+        ] {
+            finds_none_in(&t, text, label);
+        }
+    }
+
+    #[test]
     fn callers_cv_lines_venues_and_trades_of_session_20() {
         let org = "ORGANIZATION";
         // The place a caller is from; a desk of the place itself is none.
@@ -2659,6 +2714,11 @@ mod tests {
             "Attending",
             "Signs",
             "lasix",
+            // A note's unit or eponym and a word for a relative (session 26).
+            "Triage",
+            "Mallampati",
+            "Ammi",
+            "Annem",
         ] {
             assert!(t.is_ordinary_word(word), "{word}");
         }

@@ -28,7 +28,7 @@ const COMMITTED: [&str; 3] = ["synthetic", "asq-phi-dev", "asq-phi-test"];
 /// Probe sets committed under `tests/data/probes`, as (name, file, source, tuned on): text
 /// written for this project by sessions that never read the recognizers, then tuned on, or held
 /// out (see its README).
-const PROBES: [(&str, &str, &str, bool); 30] = [
+const PROBES: [(&str, &str, &str, bool); 32] = [
     (
         "probe-clinical",
         "probes/clinical.jsonl",
@@ -244,6 +244,24 @@ const PROBES: [(&str, &str, &str, bool); 30] = [
         "200 general texts (thirty kinds, from mail, chats and tickets to police reports, \
          classified ads, app logs and LLM prompts) from thirty-five countries, written blind to \
          the recognizers in session 25; tuned on: a regression floor, not evidence",
+        true,
+    ),
+    (
+        "probe-notes-12",
+        "probes/clinical_notes_12.jsonl",
+        "120 clinical documents (twenty-three kinds, from admission H&Ps and EMS run sheets to \
+         anaesthesia records, death summaries and interpreter-assisted visits) from the US \
+         (mainland, tribal lands, bases and five territories) and twenty other countries, written \
+         blind to the recognizers in session 26; tuned on: a regression floor, not evidence",
+        true,
+    ),
+    (
+        "probe-general-12",
+        "probes/general_12.jsonl",
+        "200 general texts (thirty-six kinds, from chats, reviews and CVs to court summons, \
+         utility complaints, condolence messages and data snippets) from thirty-eight countries, \
+         written blind to the recognizers in session 26; tuned on: a regression floor, not \
+         evidence",
         true,
     ),
     (
