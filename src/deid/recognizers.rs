@@ -2379,6 +2379,15 @@ mod tests {
             // Wards by their suffix, places a distance away, a news dateline's town.
             ("3-4-12 Daido, Tennoji-ku, Osaka", "CITY", "Tennoji-ku"),
             ("from home ~14 mi N of Chinle (no street", "CITY", "Chinle"),
+            // The town on a CV line and before a Turkish case ending; nicknames and birth names.
+            (
+                "Account Executive, BrightPath PR, Bristol — Jul 2016",
+                "CITY",
+                "Bristol",
+            ),
+            ("Babaannem Lagos'ta doğdu, 1933", "CITY", "Lagos"),
+            ("their daughter Anna (Annie) Kowalska", "NAME", "Annie"),
+            ("Bridget Duggan (née Moloney), Listowel", "NAME", "Moloney"),
         ] {
             finds_in(&t, text, label, value);
         }
@@ -2390,8 +2399,21 @@ mod tests {
             ("POLICE APPEAL - MISSING PERSON", "CITY"),
             ("the May Queen parade", "DATE"),
             ("pager 611 mg", "PHONE"),
+            ("Lab Manager, Lab — Jan 2020", "CITY"),
         ] {
             finds_none_in(&t, text, label);
+        }
+        // A role, a relative or an English word in the bracket is no nickname.
+        for text in [
+            "Emily (Deceased) at 60",
+            "Emily (Mum) called",
+            "Emily (Pharm), SAPC",
+        ] {
+            let got = found_with(&t, text);
+            assert!(
+                got.iter().all(|(p, ..)| p != "name_given_bracket"),
+                "{got:?}"
+            );
         }
     }
 
