@@ -61,6 +61,16 @@ fn bench(c: &mut Criterion) {
             b.iter(|| table.find(&unicode))
         });
     }
+    // As the service runs them: one note at a time, every pattern over each, so each pattern's
+    // match cache is cold again by the next note.
+    c.bench_function("recognize_shipped_120_notes_one_by_one", |b| {
+        b.iter(|| {
+            notes[..120]
+                .iter()
+                .map(|n| shipped.find(&n.text).len())
+                .sum::<usize>()
+        })
+    });
     // The layout readers the recognize stage runs on every text: HL7 segments, tables under a
     // header, localities in address lines (on prose they find nothing and must cost little).
     c.bench_function("layout_readers_10k_chars", |b| {

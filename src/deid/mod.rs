@@ -5,6 +5,7 @@
 pub mod dates;
 pub mod gazetteer;
 mod labels;
+pub(crate) mod prefilter;
 mod recognizers;
 mod regex_sets;
 mod validators;
