@@ -605,11 +605,20 @@ impl Recognizers {
                 let street_name = f.label == "ORGANIZATION"
                     && t.label == "STREET_ADDRESS"
                     && !text[t.start..t.end].contains(|c: char| c.is_ascii_digit());
+                // A facility named for a person, or whose first words read as one ("DON VALLEY
+                // GENERAL HOSPITAL"), is one facility; a name its title or label found stays,
+                // and so does one a sentence's end follows ("Ezra Goldberg's EpiPen. School").
+                let named_for = f.label == "ORGANIZATION"
+                    && !t.labelled
+                    && labels::canonical_label(t.label).hipaa_class == "A_NAMES"
+                    && text
+                        .get(t.end..f.end)
+                        .is_some_and(|after| !after.contains(". "));
                 !f.merge_only
                     && f.start <= t.start
                     && t.end <= f.end
                     && t.end - t.start < f.end - f.start
-                    && (places || street_name)
+                    && (places || street_name || named_for)
             };
             // Two findings of one facility or place that share words are one name:
             // "Children's Hospital" and "Hospital Los Angeles" make "Children's Hospital Los
@@ -1877,7 +1886,7 @@ mod tests {
         finds(
             "Fax from TRI-CITIES NEPHROLOGY, P.C. 7115",
             org,
-            "TRI-CITIES NEPHROLOGY, P.C",
+            "TRI-CITIES NEPHROLOGY, P.C.",
         );
         let loc = "LOCATION";
         finds("transport to MGH via LRTA", loc, "MGH");
@@ -2476,6 +2485,96 @@ mod tests {
             assert!(
                 got.iter().all(|(p, ..)| p != "name_given_bracket"),
                 "{got:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn legal_forms_and_facilities_named_for_people_of_session_27() {
+        let t = Recognizers::builtin_with_stand_in_gazetteers();
+        let org = "ORGANIZATION";
+        for (text, value) in [
+            // Businesses by the legal forms small firms use.
+            (
+                "Works for Kaveri Infotech Pvt Ltd in Pune",
+                "Kaveri Infotech Pvt Ltd",
+            ),
+            (
+                "attorney Meredith Sato, Esq., Sato & Pruitt LLP, 36 E 4th St",
+                "Sato & Pruitt LLP",
+            ),
+            (
+                "landlord Möbelhaus Rheinblick GmbH.",
+                "Möbelhaus Rheinblick GmbH.",
+            ),
+            (
+                "employer Aceros del Norte S.A. de C.V. (Monterrey)",
+                "Aceros del Norte S.A. de C.V.",
+            ),
+            // A facility whose first words read as a name is one facility.
+            (
+                "JOHN SMITH GENERAL HOSPITAL - DISCHARGE SUMMARY",
+                "JOHN SMITH GENERAL HOSPITAL",
+            ),
+            // More trades and clubs, and services by what they do.
+            (
+                "Laid off from Trident Seafoods in September",
+                "Trident Seafoods",
+            ),
+            (
+                "our landlord, Brightstone Properties, says",
+                "Brightstone Properties",
+            ),
+            (
+                "a member of Hawes Rambling Club since",
+                "Hawes Rambling Club",
+            ),
+            (
+                "alarm installed by Kingdom Telecare Services, account",
+                "Kingdom Telecare Services",
+            ),
+            (
+                "guard with Sundown Security Services for ten years",
+                "Sundown Security Services",
+            ),
+        ] {
+            finds_in(&t, text, org, value);
+        }
+        finds_none_in(&t, "Hope Nakashima, Quality Assurance, starting", org);
+        // A letter's reference initials: a word's spelling stays a name, a wide gap leads
+        // them in; a unit inside a sentence is none.
+        finds_in(&t, "Blue Ridge Family Practice\nFAG/dmc", "NAME", "FAG");
+        finds_in(
+            &t,
+            "transcribed 02/15/2024 14:30  AZ/rlh  Job 5512904",
+            "NAME",
+            "AZ",
+        );
+        finds_in(
+            &t,
+            "transcribed 02/15/2024 14:30  PC/rlh  Job 5512904",
+            "NAME",
+            "rlh",
+        );
+        finds_none_in(&t, "Heparin 5000 IU/ml given", "NAME");
+        finds_none_in(
+            &t,
+            "JOHN SMITH GENERAL HOSPITAL - DISCHARGE SUMMARY",
+            "NAME",
+        );
+        // Listed companies' forms are left to the employer patterns; a layout column and a
+        // number's label are no facility.
+        for text in [
+            "I bought Apple Inc. shares",
+            "Neogen Corporation reported",
+            "Patient: Troy PENGELLY        Hosp No: RTI8842107",
+            "Name: Rafanan, Young Jun C. Hosp. No.: 044127",
+        ] {
+            let got = found_with(&t, text);
+            assert!(
+                got.iter()
+                    .all(|(p, ..)| p != "business_legal_form" && p != "facility_more"),
+                "{text}: {got:?}"
             );
         }
     }

@@ -63,6 +63,13 @@ const DOCUMENT: &[&str] = &[
     "medicine",
 ];
 
+/// Departments that follow a facility's dash ("SANFORD WORTHINGTON MEDICAL CENTER — Laboratory").
+#[rustfmt::skip]
+const DEPARTMENTS: &[&str] = &[
+    "laboratory", "lab", "radiology", "imaging", "pathology", "pharmacy", "cardiology", "oncology",
+    "pediatrics", "paediatrics", "surgery", "anesthesiology", "endoscopy",
+];
+
 /// Legal forms a name keeps after its comma ("TRI-CITIES NEPHROLOGY, P.C."); any other words
 /// after a comma are a department or a role ("…'s Office, Child Abuse Division").
 const LEGAL_FORMS: &[&str] = &[
@@ -96,14 +103,14 @@ pub fn letterheads(text: &str, v: &[Span]) -> Vec<Span> {
             out.push(Span::pattern(from, to, "ORGANIZATION", 0.7, "letterhead"));
         }
     }
-    out.extend(title_line(text, v));
+    out.extend(title_line(text, v).into_iter().flatten());
     out
 }
 
 /// The organization a document's first line names before a spaced dash or bar ("BANKSIA GROVE
 /// AGED CARE HOME — Toowoomba QLD — Resident Progress Note"): two words or more, one in [`BODIES`],
-/// none in [`DOCUMENT`], and no person's name is there.
-fn title_line(text: &str, v: &[Span]) -> Option<Span> {
+/// none in [`DOCUMENT`], and no person's name is the whole of it; with the town after its comma.
+fn title_line(text: &str, v: &[Span]) -> Option<Vec<Span>> {
     let from = text.len() - text.trim_start().len();
     let line = text[from..].split('\n').next()?.trim_end();
     let cut = [" — ", " – ", " - ", " | "]
@@ -120,11 +127,35 @@ fn title_line(text: &str, v: &[Span]) -> Option<Span> {
     let body = words.len() >= 2 && words.iter().any(|w| BODIES.contains(&w.as_str()));
     let document = words.iter().any(|w| DOCUMENT.contains(&w.as_str()));
     let to = from + len;
+    // A name that is the whole head is a person's ("Grace Fire — fire safety talk"); one inside
+    // a head with a word for a body is the facility's first words ("DON VALLEY GENERAL HOSPITAL").
     let named_person = v.iter().any(|s| {
-        s.start < to && s.end > from && canonical_label(&s.label).hipaa_class == "A_NAMES"
+        s.start < to
+            && s.end > from
+            && canonical_label(&s.label).hipaa_class == "A_NAMES"
+            && (s.start <= from && s.end >= to || !body)
     });
-    (body && !document && !named_person)
-        .then(|| Span::pattern(from, to, "ORGANIZATION", 0.7, "letterhead"))
+    if !(body && !document && !named_person) {
+        return None;
+    }
+    let mut found = vec![Span::pattern(from, to, "ORGANIZATION", 0.7, "letterhead")];
+    // The town after the organization's comma ("CARMEL BAY MEDICAL CENTER, HAIFA - …").
+    if let Some(town) = line[len..cut].strip_prefix(", ")
+        && (1..=3).contains(&town.split(' ').count())
+        && town
+            .split(' ')
+            .all(|w| w.starts_with(char::is_uppercase) && !w.contains(|c: char| c.is_ascii_digit()))
+    {
+        let at = to + 2;
+        found.push(Span::pattern(
+            at,
+            at + town.len(),
+            "CITY",
+            0.7,
+            "letterhead",
+        ));
+    }
+    Some(found)
 }
 
 /// The part of `line` before ", <house number> <Street>", when the line starts with it.
@@ -148,10 +179,18 @@ fn starts_with_address(s: &str) -> bool {
     let number = (1..=6).contains(&digits.len())
         && digits.bytes().all(|b| b.is_ascii_digit())
         && first.len() - digits.len() <= 1;
+    // A numbered street: "3220 23rd St".
+    let ordinal = |w: &str| {
+        let n = w.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        !n.is_empty()
+            && n.bytes().all(|b| b.is_ascii_digit())
+            && matches!(&w[n.len()..], "st" | "nd" | "rd" | "th")
+    };
     let box_line = matches!(first, "PO" | "P.O." | "P.O" | "POB") && second.starts_with("Box");
     // A day and its month look like a house number and its street ("On Friday, 7 March").
     let month = is_month_name(second.trim_end_matches([',', '.']));
-    (number || matches!(first, "One" | "Two")) && capital(second) && !month || box_line
+    (number || matches!(first, "One" | "Two")) && (capital(second) || ordinal(second)) && !month
+        || box_line
 }
 
 /// The byte length of the name `head` is, or None when it is no name: one to eight capitalized
@@ -168,8 +207,15 @@ fn name_length(head: &str) -> Option<usize> {
     let dash = words
         .iter()
         .position(|(_, w)| matches!(*w, "-" | "--" | "–" | "—" | "|"));
+    // One word after the dash is a campus, unless it names a department ("— Laboratory").
+    let campus = |w: &str| {
+        let w = w.to_lowercase();
+        !GENERIC.contains(&w.as_str())
+            && !DOCUMENT.contains(&w.as_str())
+            && !DEPARTMENTS.contains(&w.as_str())
+    };
     let words = match dash {
-        Some(d) if words.len() - d == 2 => &words[..],
+        Some(d) if words.len() - d == 2 && campus(words[d + 1].1) => &words[..],
         Some(d) => &words[..d],
         None => &words[..],
     };
@@ -180,6 +226,13 @@ fn name_length(head: &str) -> Option<usize> {
         None => words,
     };
     let (first, last) = (words.first()?, words.last()?);
+    // "Department of Imaging, 122 12th St" is a department of the letterhead above it.
+    if matches!(
+        first.1.to_lowercase().as_str(),
+        "department" | "dept" | "dept." | "division" | "section"
+    ) {
+        return None;
+    }
     // A title starts a person's line, left to the name recognizers.
     let title = TITLES.contains(&first.1.trim_end_matches('.'));
     if words.len() > 8 || title || CONNECTORS.contains(&first.1) {
@@ -233,6 +286,19 @@ mod tests {
     }
 
     #[test]
+    fn a_numbered_street_is_a_street() {
+        let text = "HEARTLAND AUDIOLOGY & HEARING AID CENTER\n3220 23rd St, Columbus, NE 68601";
+        assert_eq!(
+            heads(text, &[]),
+            ["HEARTLAND AUDIOLOGY & HEARING AID CENTER"]
+        );
+        // A department of the letterhead, before its street or after its dash, is none.
+        let text = "Department of Imaging, 122 12th St, Princeton\n\
+                    SANFORD WORTHINGTON MEDICAL CENTER — Laboratory\n1018 6th Ave";
+        assert_eq!(heads(text, &[]), ["SANFORD WORTHINGTON MEDICAL CENTER"]);
+    }
+
+    #[test]
     fn the_name_before_a_street_on_its_line_is_one_too() {
         let text = "Little Sprouts Pediatrics, 880 Riverside Pkwy Ste 110, Grand Junction";
         assert_eq!(heads(text, &[]), ["Little Sprouts Pediatrics"]);
@@ -248,6 +314,15 @@ mod tests {
         assert_eq!(
             heads_of("Rosewood Lodge Care Home — Harrogate — Resident daily record\n"),
             ["Rosewood Lodge Care Home"]
+        );
+        assert_eq!(
+            heads_of("CARMEL BAY MEDICAL CENTER, HAIFA - Department of Anesthesiology\n"),
+            ["CARMEL BAY MEDICAL CENTER", "HAIFA"]
+        );
+        let t = "DON VALLEY GENERAL HOSPITAL - 7A Neurosurgery Step-down\n";
+        assert_eq!(
+            heads(t, &[Span::model_at(t, "DON VALLEY", "NAME")]),
+            ["DON VALLEY GENERAL HOSPITAL"]
         );
         // Departments, documents and people are not.
         assert!(heads_of("ANTICOAGULATION CLINIC - PHONE ENCOUNTER\n").is_empty());

@@ -371,7 +371,9 @@ const NOT_CAMPUS: &[&str] = &[
     "Dr", "Mr", "Mrs", "Ms", "Department", "Dept", "Note", "Notes", "Report", "Summary", "Visit",
     "Call", "Record", "Page", "Phone", "Fax", "Patient", "Progress", "Discharge", "Admission",
     "Unit", "Clinic", "Ward", "Wing", "Floor", "Service", "Services", "Pharmacy", "Laboratory",
-    "Lab",
+    "Lab", "Emergency", "Meeting", "Minutes", "Committee", "Board", "Agenda", "Newsletter",
+    "Policy", "Claim", "Claims", "Application", "Form", "Invoice", "Statement", "Request",
+    "Referral", "Letter", "Consultation", "Assessment", "Intake", "Encounter",
 ];
 
 /// Length of " - Nampa", " -- Wausau Center" at the start of `rest`: a dash, then one to three
@@ -732,6 +734,9 @@ mod tests {
             "Mayo Clinic - the patient was seen",
             "Mayo Clinic - Progress Note",
             "Meadowbrook Behavioral Hospital - Adolescent Unit Date",
+            "Kelburn Bowling Club - Committee Meeting Minutes\n",
+            "Enterprise Life Assurance - Funeral Policy Claim\n",
+            "Chris Hani Baragwanath Academic Hospital - Adult Emergency  Casualty",
         ] {
             let place = text.split(" -").next().unwrap_or(text);
             assert_eq!(one(text, &[(place, "ORGANIZATION")]), place);
