@@ -99,7 +99,7 @@ const SET_FLOORS: [(&str, f64, f64, usize); 36] = [
     ("probe-general-8", 0.896, 0.922, 164),
     ("probe-notes-9", 0.945, 0.922, 79),
     ("probe-general-9", 0.886, 0.907, 310),
-    ("probe-notes-10", 0.916, 0.9, 110),
+    ("probe-notes-10", 0.916, 0.9, 109),
     ("probe-general-10", 0.904, 0.91, 202),
     ("probe-notes-11", 0.934, 0.908, 131),
     ("probe-general-11", 0.862, 0.879, 335),

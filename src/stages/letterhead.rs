@@ -124,7 +124,8 @@ fn title_line(text: &str, v: &[Span]) -> Option<Vec<Span>> {
         .map(|(_, w)| w.trim_end_matches([',', '.']).to_lowercase())
         .collect();
     // One word alone is a department ("PHARMACY - CONTROLLED SUBSTANCE LOG").
-    let body = words.len() >= 2 && words.iter().any(|w| BODIES.contains(&w.as_str()));
+    let body = words.len() >= 2
+        && (words.iter().any(|w| BODIES.contains(&w.as_str())) || town_and_state(&line[cut..]));
     let document = words.iter().any(|w| DOCUMENT.contains(&w.as_str()));
     let to = from + len;
     // A name that is the whole head is a person's ("Grace Fire — fire safety talk"); one inside
@@ -156,6 +157,24 @@ fn title_line(text: &str, v: &[Span]) -> Option<Vec<Span>> {
         ));
     }
     Some(found)
+}
+
+/// Whether a title line's dash leads to a town and its state code only ("OZARKS ALLERGY &
+/// ASTHMA - Springfield, MO"): what stands before it is seated there, a body of its own.
+fn town_and_state(rest: &str) -> bool {
+    let rest = rest.trim_start_matches([' ', '—', '–', '-', '|']);
+    // The field ends at the line's end or a wide gap.
+    let rest = rest.split("  ").next().unwrap_or(rest).trim_end();
+    let Some((town, state)) = rest.rsplit_once(", ") else {
+        return false;
+    };
+    let words: Vec<&str> = town.split(' ').collect();
+    (1..=3).contains(&words.len())
+        && words.iter().all(|w| {
+            w.starts_with(char::is_uppercase) && w.chars().all(|c| c.is_alphabetic() || c == '.')
+        })
+        && state.len() == 2
+        && state.bytes().all(|b| b.is_ascii_uppercase())
 }
 
 /// The part of `line` before ", <house number> <Street>", when the line starts with it.
@@ -315,6 +334,11 @@ mod tests {
             heads_of("Rosewood Lodge Care Home — Harrogate — Resident daily record\n"),
             ["Rosewood Lodge Care Home"]
         );
+        assert_eq!(
+            heads_of("OZARKS ALLERGY & ASTHMA - Springfield, MO    New Patient\n"),
+            ["OZARKS ALLERGY & ASTHMA"]
+        );
+        assert!(heads_of("Primary Care - Follow-up, MO\n").is_empty());
         assert_eq!(
             heads_of("CARMEL BAY MEDICAL CENTER, HAIFA - Department of Anesthesiology\n"),
             ["CARMEL BAY MEDICAL CENTER", "HAIFA"]
