@@ -268,7 +268,6 @@ pub fn required_literals(regex: &str, vetoed: &dyn Fn(&str) -> bool) -> Option<V
 pub struct Prefilter {
     /// Every pattern's literals, each once; `None` when no pattern has any.
     searcher: Option<AhoCorasick>,
-    literals: usize,
     /// Per pattern, in table order: the literal ids one of which must occur, or `None` for a
     /// pattern that always runs.
     needs: Vec<Option<Box<[u32]>>>,
@@ -324,17 +323,15 @@ impl Prefilter {
             // Without a searcher every pattern runs (the literals' automaton failed to build).
             needs.iter_mut().for_each(|n| *n = None);
         }
-        Self {
-            searcher,
-            literals: literals.len(),
-            needs,
-        }
+        Self { searcher, needs }
     }
 
     /// One pass over `text`: which literals occur in it.
     pub fn scan(&self, text: &str) -> Seen<'_> {
-        let mut found = vec![false; self.literals];
+        // Without a searcher no pattern needs a literal, so nothing is looked up.
+        let mut found = Vec::new();
         if let Some(ac) = &self.searcher {
+            found.resize(ac.patterns_len(), false);
             for m in ac.find_overlapping_iter(text) {
                 found[m.pattern().as_usize()] = true;
             }

@@ -600,6 +600,11 @@ impl Recognizers {
             // keeps its own label, which policies treat apart. A facility named for a street
             // holds the street's name ("Lakeview Terrace Care Center").
             let holds = |t: &Finding| {
+                let inside =
+                    f.start <= t.start && t.end <= f.end && t.end - t.start < f.end - f.start;
+                if f.merge_only || !inside {
+                    return false;
+                }
                 let places = matches!(t.label, "CITY" | "LOCATION")
                     && matches!(f.label, "CITY" | "LOCATION");
                 let street_name = f.label == "ORGANIZATION"
@@ -611,14 +616,8 @@ impl Recognizers {
                 let named_for = f.label == "ORGANIZATION"
                     && !t.labelled
                     && labels::canonical_label(t.label).hipaa_class == "A_NAMES"
-                    && text
-                        .get(t.end..f.end)
-                        .is_some_and(|after| !after.contains(". "));
-                !f.merge_only
-                    && f.start <= t.start
-                    && t.end <= f.end
-                    && t.end - t.start < f.end - f.start
-                    && (places || street_name || named_for)
+                    && !text[t.end..f.end].contains(". ");
+                places || street_name || named_for
             };
             // Two findings of one facility or place that share words are one name:
             // "Children's Hospital" and "Hospital Los Angeles" make "Children's Hospital Los
