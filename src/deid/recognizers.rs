@@ -1166,7 +1166,7 @@ mod tests {
             "facility_prefix",
             "Clinique Sainte-Thérèse",
         );
-        // A business is found as an employer, by its cue, and not by its legal form alone.
+        // A business is found as an employer, by its cue, and by its legal form.
         by(
             "Employer notified: Bluewater Seafood Co., supervisor",
             "organization_context",
@@ -2489,6 +2489,124 @@ mod tests {
     }
 
     #[test]
+    fn cities_names_and_dates_of_session_28() {
+        let t = Recognizers::builtin_with_stand_in_gazetteers();
+        let city = "CITY";
+        for (text, value) in [
+            // Cities in capitals, on a ticket or a letterhead.
+            ("08NOV TK 711 DOHA 05:25 -> MANILA 10:35", "DOHA"),
+            ("08NOV TK 711 DOHA 05:25 -> MANILA 10:35", "MANILA"),
+            // A city in quotes, in a SQL row, or joined to the next by a dash.
+            ("'Chapinero', 'Lagos', '1983-07-25'", "Lagos"),
+            ("tickets (Lagos–Doha) and TAP 1019", "Lagos"),
+            ("tickets (Lagos-Doha) and TAP 1019", "Lagos"),
+            // A city that scores and devices are named for, named for itself.
+            ("Title: Moving to Berlin from Ireland", "Berlin"),
+            ("Current: Ledgerline Payments, Toronto, 4 yrs", "Toronto"),
+            ("Reji Varghese (Houston, USA)", "Houston"),
+        ] {
+            finds_in(&t, text, city, value);
+        }
+        // The score, the scale, the device and the number keep the eponym; a city in capitals
+        // that starts the name of a court, a state or a paper, a clinical acronym and a
+        // tonometer stay.
+        for text in [
+            "GCS: Glasgow Coma Scale 15",
+            "GCS: Glasgow 15",
+            "Device: Boston Scientific ICD",
+            "score: Glasgow-Blatchford 14",
+            "Pathology: Nottingham grade 2",
+            "model: Seattle HF model 88%",
+            "IN THE MAGISTRATE COURT OF LAGOS STATE IN THE OGBA DIVISION",
+            "TB screen: IGRA (QFT-Plus) negative",
+            "IOP 16/15 (Doha-Pen)",
+        ] {
+            let got = found_with(&t, text);
+            assert!(
+                got.iter().all(|(p, ..)| !matches!(
+                    p.as_str(),
+                    "place_eponym_city"
+                        | "place_world_capitals"
+                        | "place_world_capitals_words"
+                        | "place_world_joined"
+                )),
+                "{text}: {got:?}"
+            );
+        }
+        // A name with the father's name, a name someone is said to have, a surname with its
+        // particles after a label.
+        finds_in(
+            &t,
+            "NOK: daughter Kavitha d/o Rajendran, hp 8133 4471",
+            "NAME",
+            "Kavitha d/o Rajendran",
+        );
+        finds_in(
+            &t,
+            "Worker (Ms. Priya d/o Suppiah) and",
+            "NAME",
+            "Priya d/o Suppiah",
+        );
+        finds_in(
+            &t,
+            "her moms number, her name is Hope. got it",
+            "FIRST_NAME",
+            "Hope",
+        );
+        finds_in(
+            &t,
+            "Patient: Van der Berg, Mei    MRN 00062847",
+            "NAME",
+            "Van der Berg, Mei",
+        );
+        let got = found_with(&t, "Ich bin Lukas, 27, Softwareentwickler");
+        assert!(got.iter().all(|(p, ..)| p != "name_child_of"), "{got:?}");
+        // Companies by the forms large and small firms share; an Irish county, a holding's or a
+        // fund's name and a layout column are none.
+        for (text, value) in [
+            (
+                "Employer: Razorback Freight Lines, Inc.      DER: Cody",
+                "Razorback Freight Lines, Inc.",
+            ),
+            (
+                "I was fired from Coastal Brew Co. on April 12",
+                "Coastal Brew Co.",
+            ),
+            (
+                "Employer: Hanbit Semiconductor Co., Ltd., Icheon",
+                "Hanbit Semiconductor Co., Ltd.",
+            ),
+            (
+                "Employer: Bluewave Networks (Pty) Ltd. From",
+                "Bluewave Networks (Pty) Ltd.",
+            ),
+        ] {
+            finds_in(&t, text, "ORGANIZATION", value);
+        }
+        for text in [
+            "Address: Cloonfad, Kilkelly, Co. Mayo F12 K7C9",
+            "Residential Secure Income PLC and Bagir Group Ltd. today",
+            "The Asia Pacific Fund Inc. is a 501(c)3",
+            "Reviewed by: Ishaan Mehta, CCDS    Co-signed: G. Kulkarni",
+        ] {
+            let got = found_with(&t, text);
+            assert!(
+                got.iter().all(|(p, ..)| p != "business_incorporated"),
+                "{text}: {got:?}"
+            );
+        }
+        // Day and month before a time of day; a lab value before a time is none.
+        finds_in(
+            &t,
+            "my flight lands 14.07 23:40 at arlanda",
+            "DATE",
+            "14.07",
+        );
+        finds_in(&t, "op 13-06 om 02:14 in Schiebroek", "DATE", "13-06");
+        finds_none_in(&t, "Hb 12.1 08:00 stable", "DATE");
+    }
+
+    #[test]
     fn legal_forms_and_facilities_named_for_people_of_session_27() {
         let t = Recognizers::builtin_with_stand_in_gazetteers();
         let org = "ORGANIZATION";
@@ -2561,7 +2679,7 @@ mod tests {
             "JOHN SMITH GENERAL HOSPITAL - DISCHARGE SUMMARY",
             "NAME",
         );
-        // Listed companies' forms are left to the employer patterns; a layout column and a
+        // Listed companies' forms are left to business_incorporated; a layout column and a
         // number's label are no facility.
         for text in [
             "I bought Apple Inc. shares",
