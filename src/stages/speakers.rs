@@ -3,8 +3,12 @@
 //! "hope: omg", "[9:15] Maya Patel: ok"), two labels take turns over three lines or more (a
 //! dialogue), or three or more labels open four or more lines and one of them opens two (a group
 //! chat), every such label is a person, listed in a gazetteer or not. Form fields ("Subject:", "Mother:") and section headings are ordinary words, and
-//! clinical abbreviations ("HPI:", "dx:") are no names, so neither ever counts; the writer and
-//! their kin ("me:", "Mom:") count towards a conversation but are no names either.
+//! clinical abbreviations ("HPI:", "dx:") are no names, so neither ever counts, unless a chat's
+//! time stamp stands before the label every time and it is one capitalized word ("[09/05/24
+//! 21:15] Nacho:"): no heading follows a chat's time stamp, so there an ordinary word is a
+//! nickname (a log's keys are in lower case: "[06:00:03] wifi: connected"; roles stay roles:
+//! "Caller:", "Agent:"). The writer and their kin ("me:", "Mom:") count towards a conversation
+//! but are no names either.
 
 use std::collections::HashMap;
 
@@ -21,6 +25,11 @@ const NOT_SPEAKERS: &[&str] = &[
     "atendente", "kunde", "kundin", "mitarbeiter", "conseiller", "conseillère", "utilisateur",
     "klant", "medewerker", "klient", "konsultant", "müşteri", "temsilci", "pelanggan", "khách",
     "paciente", "médico", "médica", "enfermera", "enfermero", "intérprete", "doctora",
+    "info", "error", "warn", "warning", "debug", "trace", "fatal", "critical", "notice", "system",
+    "note", "alert", "status", "event", "log", "bot", "caller", "agent", "customer", "client",
+    "clinic", "support", "operator", "rep", "advisor", "adviser", "user", "assistant", "admin",
+    "moderator", "driver", "rider", "seller", "buyer", "courier", "patient", "nurse", "doctor",
+    "reception", "dispatch", "dispatcher", "interviewer", "interviewee", "reporter", "guest",
 ];
 
 /// The writer and their kin, as family chats label them ("me:", "Mom:", "엄마:"): they take turns
@@ -43,6 +52,7 @@ const MAX_WORD: usize = 20;
 pub fn chat_speakers(text: &str, ordinary: impl Fn(&str) -> bool) -> Vec<Span> {
     let mut labels: Vec<(usize, usize)> = Vec::new();
     let mut with_role: Vec<String> = Vec::new();
+    let mut unstamped: Vec<String> = Vec::new();
     let mut initials = false;
     let mut start = 0;
     for line in text.split_inclusive('\n') {
@@ -53,6 +63,10 @@ pub fn chat_speakers(text: &str, ordinary: impl Fn(&str) -> bool) -> Vec<Span> {
             initials |= l.abbreviation;
             if l.role {
                 with_role.push(line[l.start..l.end].to_lowercase());
+            }
+            let label = &line[l.start..l.end];
+            if !(l.stamped && !label.contains(' ') && label.starts_with(char::is_uppercase)) {
+                unstamped.push(label.to_lowercase());
             }
         }
         start += line.len();
@@ -65,7 +79,9 @@ pub fn chat_speakers(text: &str, ordinary: impl Fn(&str) -> bool) -> Vec<Span> {
     for k in &keys {
         *counts.entry(k).or_default() += 1;
     }
-    counts.retain(|label, _| !is_not_speaker(label, &ordinary));
+    counts.retain(|label, _| {
+        !NOT_SPEAKERS.contains(label) && (!ordinary(label) || !unstamped.iter().any(|u| u == label))
+    });
     let repeated = counts.values().filter(|&&n| n >= 2).count();
     // The speakers' lines in order: two taking turns over three lines or more ("Kasia: …",
     // "Piotrek: …", "Kasia: …") are a dialogue.
@@ -94,18 +110,16 @@ pub fn chat_speakers(text: &str, ordinary: impl Fn(&str) -> bool) -> Vec<Span> {
         .collect()
 }
 
-fn is_not_speaker(label: &str, ordinary: &impl Fn(&str) -> bool) -> bool {
-    NOT_SPEAKERS.contains(&label) || ordinary(label)
-}
-
 /// A line's label: its byte range, whether a role in parentheses followed it ("Dev (Support):"),
-/// and whether it is in capitals of four letters or fewer ("CV:", "PMH:", or "DK:", the initials
-/// a transcript gave its host).
+/// whether it is in capitals of four letters or fewer ("CV:", "PMH:", or "DK:", the initials
+/// a transcript gave its host), and whether a time stamp stood before it ("[21:15]", "12/03/24,
+/// 21:15 - ").
 struct Label {
     start: usize,
     end: usize,
     role: bool,
     abbreviation: bool,
+    stamped: bool,
 }
 
 /// The label opening `line` (byte range within it): after indentation, a bullet, a quote mark
@@ -115,8 +129,11 @@ fn label_of(line: &str) -> Option<Label> {
     let body = line.trim_start_matches([' ', '\t', '>', '-', '*', '•']);
     let mut at = line.len() - body.len();
     let rest = &line[at..];
+    let mut stamped = false;
     if let Some(stripped) = rest.strip_prefix('[') {
         let close = stripped.find(']').filter(|&c| c <= 40)?;
+        stamped = stripped[..close].contains(':')
+            && stripped[..close].contains(|c: char| c.is_ascii_digit());
         at += 1 + close + 1;
     } else if rest.starts_with(|c: char| c.is_ascii_digit())
         && let Some(dash) = rest.find(" - ").filter(|&d| d <= 30)
@@ -124,6 +141,7 @@ fn label_of(line: &str) -> Option<Label> {
             .chars()
             .all(|c| c.is_ascii_digit() || " /.,:APMapm".contains(c))
     {
+        stamped = rest[..dash].contains(':');
         at += dash + 3;
     }
     at += line[at..].len() - line[at..].trim_start_matches([' ', '\t']).len();
@@ -169,6 +187,7 @@ fn label_of(line: &str) -> Option<Label> {
         end: label_end,
         role,
         abbreviation,
+        stamped,
     })
 }
 
@@ -263,6 +282,19 @@ mod tests {
         let interview = "Podcast: Big Heart\nHost: Dana Kowalski (DK)\nDK: welcome\nTM: thanks\n\
                          DK: so\nTM: well\nGuest: Tran Thi Mai (TM)\n";
         assert_eq!(found(interview), ["DK", "TM", "DK", "TM"]);
+        // After a chat's time stamp an ordinary word is a nickname; without it, a field; a
+        // role and a log's key in lower case stay.
+        let nick = "[09/05/24 21:15] Note: sí\n[09/05/24 21:17] Plan: yo llego\n\
+                    [09/05/24 21:20] Subject: hecho\n[09/05/24 21:21] Plan: vale\n";
+        assert_eq!(found(nick), ["Plan", "Subject", "Plan"]);
+        let call = "[00:04] Customer: hi\n[00:09] Caller: hi\n[00:14] Customer: ok\n\
+                    [00:17] Caller: ok\n";
+        assert!(found(call).is_empty());
+        let log = "[06:00:03] from: up\n[06:00:04] plan: up\n[06:00:05] from: down\n\
+                   [06:00:06] plan: down\n";
+        assert!(found(log).is_empty());
+        let mixed = "[21:15] Plan: a\nJo: b\nPlan: c\nJo: d\nAna: e\nAna: f\n";
+        assert_eq!(found(mixed), ["Jo", "Jo", "Ana", "Ana"]);
     }
 
     #[test]
