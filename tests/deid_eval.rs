@@ -92,7 +92,7 @@ const SET_FLOORS: [(&str, f64, f64, usize); 36] = [
     ("probe-notes-6", 0.954, 0.912, 56),
     ("probe-general-6", 0.93, 0.932, 86),
     ("probe-places-6", 0.979, 0.957, 21),
-    ("probe-notes-7", 0.96, 0.939, 60),
+    ("probe-notes-7", 0.96, 0.939, 58),
     ("probe-general-7", 0.902, 0.929, 137),
     ("probe-prompts-7", 0.918, 0.937, 94),
     ("probe-notes-8", 0.947, 0.944, 74),

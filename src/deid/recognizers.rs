@@ -2559,6 +2559,18 @@ mod tests {
             "NAME",
             "Van der Berg, Mei",
         );
+        finds_in(
+            &t,
+            "Bed 7 - Caguioa, Lorenzo, 81/M, Hosp. No. SRAH-0219876",
+            "NAME",
+            "Caguioa, Lorenzo",
+        );
+        finds_in(
+            &t,
+            "Bed A - LEBLANC, Merit J.  \"Mert\"   71 M   MRN 4490217",
+            "NAME",
+            "LEBLANC, Merit J.",
+        );
         let got = found_with(&t, "Ich bin Lukas, 27, Softwareentwickler");
         assert!(got.iter().all(|(p, ..)| p != "name_child_of"), "{got:?}");
         // Companies by the forms large and small firms share; an Irish county, a holding's or a
