@@ -880,6 +880,15 @@ mod tests {
         );
     }
 
+    /// No finding `t` makes in `text` comes from one of the patterns `ids`.
+    fn found_by_none_of(t: &Recognizers, text: &str, ids: &[&str]) {
+        let got = found_with(t, text);
+        assert!(
+            got.iter().all(|(p, ..)| !ids.contains(&p.as_str())),
+            "{text}: {got:?}"
+        );
+    }
+
     /// `s` inside a text with enough clinical cue words for the `clinical_only` patterns.
     fn note(s: &str) -> String {
         format!("Pt seen in clinic, BP 128/80, on metformin 500 mg. {s}")
@@ -2480,11 +2489,7 @@ mod tests {
             "Emily (Mum) called",
             "Emily (Pharm), SAPC",
         ] {
-            let got = found_with(&t, text);
-            assert!(
-                got.iter().all(|(p, ..)| p != "name_given_bracket"),
-                "{got:?}"
-            );
+            found_by_none_of(&t, text, &["name_given_bracket"]);
         }
     }
 
@@ -2521,16 +2526,15 @@ mod tests {
             "TB screen: IGRA (QFT-Plus) negative",
             "IOP 16/15 (Doha-Pen)",
         ] {
-            let got = found_with(&t, text);
-            assert!(
-                got.iter().all(|(p, ..)| !matches!(
-                    p.as_str(),
-                    "place_eponym_city"
-                        | "place_world_capitals"
-                        | "place_world_capitals_words"
-                        | "place_world_joined"
-                )),
-                "{text}: {got:?}"
+            found_by_none_of(
+                &t,
+                text,
+                &[
+                    "place_eponym_city",
+                    "place_world_capitals",
+                    "place_world_capitals_words",
+                    "place_world_joined",
+                ],
             );
         }
         // A name with the father's name, a name someone is said to have, a surname with its
@@ -2571,8 +2575,11 @@ mod tests {
             "NAME",
             "LEBLANC, Merit J.",
         );
-        let got = found_with(&t, "Ich bin Lukas, 27, Softwareentwickler");
-        assert!(got.iter().all(|(p, ..)| p != "name_child_of"), "{got:?}");
+        found_by_none_of(
+            &t,
+            "Ich bin Lukas, 27, Softwareentwickler",
+            &["name_child_of"],
+        );
         // Companies by the forms large and small firms share; an Irish county, a holding's or a
         // fund's name and a layout column are none.
         for (text, value) in [
@@ -2601,11 +2608,7 @@ mod tests {
             "The Asia Pacific Fund Inc. is a 501(c)3",
             "Reviewed by: Ishaan Mehta, CCDS    Co-signed: G. Kulkarni",
         ] {
-            let got = found_with(&t, text);
-            assert!(
-                got.iter().all(|(p, ..)| p != "business_incorporated"),
-                "{text}: {got:?}"
-            );
+            found_by_none_of(&t, text, &["business_incorporated"]);
         }
         // Day and month before a time of day; a lab value before a time is none.
         finds_in(
@@ -2699,12 +2702,7 @@ mod tests {
             "Patient: Troy PENGELLY        Hosp No: RTI8842107",
             "Name: Rafanan, Young Jun C. Hosp. No.: 044127",
         ] {
-            let got = found_with(&t, text);
-            assert!(
-                got.iter()
-                    .all(|(p, ..)| p != "business_legal_form" && p != "facility_more"),
-                "{text}: {got:?}"
-            );
+            found_by_none_of(&t, text, &["business_legal_form", "facility_more"]);
         }
     }
 

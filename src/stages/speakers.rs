@@ -52,6 +52,7 @@ const MAX_WORD: usize = 20;
 pub fn chat_speakers(text: &str, ordinary: impl Fn(&str) -> bool) -> Vec<Span> {
     let mut labels: Vec<(usize, usize)> = Vec::new();
     let mut with_role: Vec<String> = Vec::new();
+    // Labels that stood at least once where an ordinary word is no nickname.
     let mut unstamped: Vec<String> = Vec::new();
     let mut initials = false;
     let mut start = 0;
@@ -64,9 +65,8 @@ pub fn chat_speakers(text: &str, ordinary: impl Fn(&str) -> bool) -> Vec<Span> {
             if l.role {
                 with_role.push(line[l.start..l.end].to_lowercase());
             }
-            let label = &line[l.start..l.end];
-            if !(l.stamped && !label.contains(' ') && label.starts_with(char::is_uppercase)) {
-                unstamped.push(label.to_lowercase());
+            if !l.nickname(line) {
+                unstamped.push(line[l.start..l.end].to_lowercase());
             }
         }
         start += line.len();
@@ -120,6 +120,15 @@ struct Label {
     role: bool,
     abbreviation: bool,
     stamped: bool,
+}
+
+impl Label {
+    /// Whether the label may be a nickname that is an ordinary word: one capitalized word after
+    /// a chat's time stamp (a log's keys are in lower case, a role's label has two words).
+    fn nickname(&self, line: &str) -> bool {
+        let label = &line[self.start..self.end];
+        self.stamped && !label.contains(' ') && label.starts_with(char::is_uppercase)
+    }
 }
 
 /// The label opening `line` (byte range within it): after indentation, a bullet, a quote mark
