@@ -408,6 +408,15 @@ impl Recognizers {
             && self.is_common_word(word)
     }
 
+    /// Whether `word` is in a name list and in no ordinary-word list: "Maddie", "Flanagan";
+    /// not "Will", "Hope" or "Baker". False without the lists.
+    pub fn is_name_and_no_word(&self, word: &str) -> bool {
+        self.ordinary
+            .as_ref()
+            .is_some_and(|o| o.unless.iter().any(|g| g.contains(word)))
+            && !self.is_common_word(word)
+    }
+
     /// Whether a name found by its context is a heading or a role: every word is in an
     /// ordinary-word list, names or not, and none is in a `keep_phrases` list ("Vital Signs",
     /// "Lab Test", "Attending Provider"; "Will Baker" and "Baker, John" stay).
@@ -2619,6 +2628,102 @@ mod tests {
         );
         finds_in(&t, "op 13-06 om 02:14 in Schiebroek", "DATE", "13-06");
         finds_none_in(&t, "Hb 12.1 08:00 stable", "DATE");
+    }
+
+    #[test]
+    fn references_plates_phones_dates_and_doors_of_session_29() {
+        let t = Recognizers::builtin_with_stand_in_gazetteers();
+        for (text, label, value) in [
+            // References numbered by slashes; a unit, a setting and a date are none (below).
+            (
+                "lab no. MCS/24/3318. Bed 14",
+                "OTHER_IDENTIFIER",
+                "MCS/24/3318",
+            ),
+            (
+                "(MCCD no. 4471/KATH/24)",
+                "OTHER_IDENTIFIER",
+                "4471/KATH/24",
+            ),
+            (
+                "Re: Application S.24/1187/FUL for",
+                "OTHER_IDENTIFIER",
+                "S.24/1187/FUL",
+            ),
+            // A log's user, bare.
+            (
+                "account locked user=tnakamura lock_id=LCK-00912",
+                "USERNAME",
+                "tnakamura",
+            ),
+            // Last digits with no card named, and after masking bullets.
+            (
+                "my debit card lost. It ends in 2251. Bank: ok",
+                "ACCOUNT_NUMBER",
+                "2251",
+            ),
+            (
+                "Payment: Mastercard •••• 5521 The class",
+                "ACCOUNT_NUMBER",
+                "5521",
+            ),
+            // A British registration by its shape, and after "reg was".
+            ("our van (FY68 WLK) is due MOT", "LICENSE_PLATE", "FY68 WLK"),
+            ("reg was YD19 XKP btw", "LICENSE_PLATE", "YD19 XKP"),
+            // Phones in continental digit groups.
+            ("Barış Aydın, 0532 418 77 09", "PHONE", "0532 418 77 09"),
+            (
+                "Responsable : 06 55 44 71 88 Adresse",
+                "PHONE",
+                "06 55 44 71 88",
+            ),
+            (
+                "Jal., C.P. 44110 Cel. 33 5555 7421 ·",
+                "PHONE",
+                "33 5555 7421",
+            ),
+            // Postal codes after a box and after "C.P.".
+            ("HOSPITAL P.O. Box 92-40200, Kisii", "ZIP_CODE", "40200"),
+            ("Guadalajara, Jal., C.P. 44110 Cel.", "ZIP_CODE", "44110"),
+            // A door after the house number.
+            (
+                "Av. Rivadavia 5120, 3° B, Caballito",
+                "STREET_ADDRESS",
+                "3° B",
+            ),
+            (
+                "Rua Augusta 1234, apto 52, São Paulo",
+                "STREET_ADDRESS",
+                "apto 52",
+            ),
+            // Month and day after a word that dates an event, and the first of a pair.
+            ("absent on 10/3, 10/7 and 10/8 without", "DATE", "10/8"),
+            ("likely hemiarthroplasty 1/8 or 1/9. Fascia", "DATE", "1/8"),
+        ] {
+            finds_in(&t, text, label, value);
+        }
+        for (text, ids) in [
+            ("bolus = BG/100 rounded", &["reference_slashed"][..]),
+            ("PRVC 450/14/PEEP 8/FiO2 35%", &["reference_slashed"]),
+            ("the lease ends in 2025.", &["last_digits_any"]),
+            ("Blasts 2% by aspirate; CD34 IHC < 2%", &["plate_uk_shape"]),
+            (
+                "Shift 05/27/23 0700-1900 Infant",
+                &["phone_groups_european"],
+            ),
+            ("Temp 37, 2° C rise", &["address_unit_foreign"]),
+            (
+                "Strength 4/5 and 5/5 bilat",
+                &["date_slash_after_cue", "date_slash_pair_first"],
+            ),
+            ("ERP homework done 5/7 days", &["date_slash_after_cue"]),
+            ("pt reports stopped 2/12 ago", &["date_slash_after_cue"]),
+            ("user=anon ip=2001:db8::23", &["username_log_key"]),
+            ("  pool_size: 20   ssl: true", &["username_speaker"]),
+            ("WARN auth.LoginService - Failed", &["username"]),
+        ] {
+            found_by_none_of(&t, text, ids);
+        }
     }
 
     #[test]

@@ -138,7 +138,9 @@ pub fn recognize(
         v = with_added(v, found);
     }
     if p.propagate {
-        let found = propagate(&text, &v, known);
+        let found = propagate(&text, &v, known, |w| {
+            w.chars().count() >= 4 && recognizers.is_name_and_no_word(w)
+        });
         spans.stats.propagated += found.len();
         v.extend(found);
         v.sort_by_key(|s| (s.start, s.end));
@@ -757,8 +759,11 @@ fn each_term<'a>(text: &'a str, v: &'a [Span], mut f: impl FnMut(&'a str, &'a st
     }
 }
 
-/// Other occurrences, as whole words, of the terms of `v` and of those already `known`.
-fn propagate(text: &str, v: &[Span], known: &Terms) -> Vec<Span> {
+/// Other occurrences, as whole words, of the terms of `v` and of those already `known`. A name's
+/// word that `any_case` accepts (a listed name of four letters or more and no ordinary word) is
+/// found in any ASCII case too ("maddie", "FLANAGAN" after "Maddie Flanagan"): chat and
+/// headings write names so. "Will" finds no "will".
+fn propagate(text: &str, v: &[Span], known: &Terms, any_case: impl Fn(&str) -> bool) -> Vec<Span> {
     use std::collections::HashMap;
     let mut terms: HashMap<&str, (&str, f32)> = HashMap::new();
     each_term(text, v, |term, label, score| {
@@ -775,6 +780,7 @@ fn propagate(text: &str, v: &[Span], known: &Terms) -> Vec<Span> {
     let keys: Vec<&str> = terms.keys().copied().collect();
     let Ok(ac) = aho_corasick::AhoCorasick::builder()
         .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+        .ascii_case_insensitive(true)
         .build(&keys)
     else {
         return Vec::new();
@@ -792,7 +798,18 @@ fn propagate(text: &str, v: &[Span], known: &Terms) -> Vec<Span> {
         if word(text[..a].chars().next_back()) || word(text[b..].chars().next()) || covered(a, b) {
             continue;
         }
-        let (label, score) = &terms[keys[m.pattern().as_usize()]];
+        let found = &text[a..b];
+        let (label, score) = match terms.get(found) {
+            Some(exact) => exact,
+            None => {
+                let key = keys[m.pattern().as_usize()];
+                let (label, score) = &terms[key];
+                if canonical_label(label).hipaa_class != "A_NAMES" || !any_case(key) {
+                    continue;
+                }
+                &(*label, *score)
+            }
+        };
         out.push(Span::pattern(
             a,
             b,
@@ -1337,5 +1354,29 @@ mod tests {
             ]
         );
         assert_eq!(got[3].2, Source::Pattern);
+    }
+
+    #[test]
+    fn propagation_finds_a_listed_name_in_any_case_but_no_ordinary_word() {
+        let t = "Marcus Orozco called. marcus said hi to the OROZCO family. will see. Hope said \
+                 we hope so; HOPE.";
+        let at = |w: &str| t.find(w).expect("in text");
+        let spans = vec![
+            Span::model(0, 13, "NAME", 0.9),
+            Span::model(at("Hope"), at("Hope") + 4, "GIVEN_NAME", 0.9),
+        ];
+        let p = RecognizeParams {
+            propagate: true,
+            ..NONE
+        };
+        let got = run_with(
+            &Recognizers::builtin_with_stand_in_gazetteers(),
+            t,
+            spans,
+            p,
+        );
+        let texts: Vec<&str> = got.iter().map(|(s, _, _)| s.as_str()).collect();
+        // "Hope" is also an English word: only as written; "will" was never a name here.
+        assert_eq!(texts, ["Marcus Orozco", "marcus", "OROZCO", "Hope"]);
     }
 }
