@@ -402,19 +402,20 @@ impl Recognizers {
     /// [`Self::is_common_word`]) and in no name list. "ABDOMEN", "Zantac" and "Provider" are;
     /// "Will", "Baker" and "Berg" are not. False without the lists.
     pub fn is_ordinary_word(&self, word: &str) -> bool {
-        self.ordinary
-            .as_ref()
-            .is_some_and(|o| !o.unless.iter().any(|g| g.contains(word)))
-            && self.is_common_word(word)
+        self.ordinary.is_some() && !self.is_listed_name(word) && self.is_common_word(word)
     }
 
     /// Whether `word` is in a name list and in no ordinary-word list: "Maddie", "Flanagan";
     /// not "Will", "Hope" or "Baker". False without the lists.
     pub fn is_name_and_no_word(&self, word: &str) -> bool {
+        self.is_listed_name(word) && !self.is_common_word(word)
+    }
+
+    /// Whether `word` is in one of the name lists that keep a word from being ordinary.
+    fn is_listed_name(&self, word: &str) -> bool {
         self.ordinary
             .as_ref()
             .is_some_and(|o| o.unless.iter().any(|g| g.contains(word)))
-            && !self.is_common_word(word)
     }
 
     /// Whether a name found by its context is a heading or a role: every word is in an

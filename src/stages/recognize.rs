@@ -800,23 +800,17 @@ fn propagate(text: &str, v: &[Span], known: &Terms, any_case: impl Fn(&str) -> b
         }
         let found = &text[a..b];
         let (label, score) = match terms.get(found) {
-            Some(exact) => exact,
+            Some(&exact) => exact,
             None => {
                 let key = keys[m.pattern().as_usize()];
-                let (label, score) = &terms[key];
+                let (label, score) = terms[key];
                 if canonical_label(label).hipaa_class != "A_NAMES" || !any_case(key) {
                     continue;
                 }
-                &(*label, *score)
+                (label, score)
             }
         };
-        out.push(Span::pattern(
-            a,
-            b,
-            label.to_string(),
-            *score,
-            "propagation",
-        ));
+        out.push(Span::pattern(a, b, label.to_string(), score, "propagation"));
     }
     out
 }
