@@ -2728,6 +2728,79 @@ mod tests {
     }
 
     #[test]
+    fn names_in_brackets_and_quotes_banks_branches_and_dashed_dates_of_session_30() {
+        let t = Recognizers::builtin_with_stand_in_gazetteers();
+        for (text, label, value) in [
+            // An organization in brackets after the word for what it is to the person.
+            (
+                "Pt keen to get back to her church (Oakshaw Trinity) and",
+                "ORGANIZATION",
+                "Oakshaw Trinity",
+            ),
+            (
+                "the lender (First Midwest Savings) still needs",
+                "ORGANIZATION",
+                "First Midwest Savings",
+            ),
+            // Banks, cafés and clinics named after the word for their kind, "École" included.
+            (
+                "Estimados señores de Banco Levante: Les",
+                "ORGANIZATION",
+                "Banco Levante",
+            ),
+            (
+                "Clinique médicale Vanier — fax",
+                "ORGANIZATION",
+                "Clinique médicale Vanier",
+            ),
+            (
+                "inscrite à l'École Lavallée pour",
+                "ORGANIZATION",
+                "École Lavallée",
+            ),
+            // A chain's branch by its town, and a practice named as a surgery.
+            ("Home O2: Lincare Tuam -- concentrator", "CITY", "Tuam"),
+            (
+                "GP: Beech Grove Surgery (Dr Mallinson)",
+                "LOCATION",
+                "Beech Grove Surgery",
+            ),
+            // Names in brackets after a relative, introduced in a message, given as nicknames.
+            ("my mum (Bev) says to ask", "NAME", "Bev"),
+            ("hey its will, can u", "FIRST_NAME", "will"),
+            ("Pt: goes by \"Preacher\" (legal name", "NAME", "Preacher"),
+            ("Member: Landry, Theophile \"Theo\"    DOB", "NAME", "Theo"),
+            // Month and day with a dash after a word that dates an event.
+            ("AF on apixaban (last dose 02-10 at 2000h)", "DATE", "02-10"),
+        ] {
+            finds_in(&t, text, label, value);
+        }
+        for (text, ids) in [
+            (
+                "TRANSITIONAL CARE MANAGEMENT (TCM) -- 2",
+                &["organization_bracketed"][..],
+            ),
+            (
+                "the parish office (Mon-Fri, 9am-4pm)",
+                &["organization_bracketed"],
+            ),
+            (
+                "with mother and sister (Vietnamese) - Dr.",
+                &["name_relation_bracketed"],
+            ),
+            ("She says it's fine. It's May.", &["name_this_is"]),
+            ("drinking (on 10-12 beers/day)", &["date_dash_after_cue"]),
+            (
+                "Admit to Pediatric Surgery via OR. Date Of Surgery: 1/2",
+                &["surgery_named"],
+            ),
+            ("Mood \"OK.\" Affect mildly", &["name_nickname_between"]),
+        ] {
+            found_by_none_of(&t, text, ids);
+        }
+    }
+
+    #[test]
     fn legal_forms_and_facilities_named_for_people_of_session_27() {
         let t = Recognizers::builtin_with_stand_in_gazetteers();
         let org = "ORGANIZATION";

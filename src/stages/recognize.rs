@@ -118,7 +118,12 @@ pub fn recognize(
     }
     v = coalesce(v);
     if p.join_names {
-        let nicknames = trailing_nicknames(&text, &mut v, |w| recognizers.is_ordinary_word(w));
+        let nicknames = trailing_nicknames(
+            &text,
+            &mut v,
+            |w| recognizers.is_ordinary_word(w),
+            |w| recognizers.is_name_and_no_word(w),
+        );
         v = with_added(v, nicknames);
         let members = structure::name_lists(&text, &v);
         v = with_added(v, members);
@@ -558,6 +563,8 @@ fn join_names(text: &str, mut v: Vec<Span>) -> Vec<Span> {
             && is_name(&s)
             && s.start >= prev.end
             && name_gap(&text[prev.end..s.start])
+            // Another name in brackets stays apart: the brackets are no part of either.
+            && s.pattern.as_deref() != Some(BRACKETED_NAME)
         {
             prev.end = s.end;
             prev.label = "NAME".into();
@@ -576,8 +583,15 @@ fn join_names(text: &str, mut v: Vec<Span>) -> Vec<Span> {
 /// The nicknames in quotes written after names ("SZYMANSKI, WILLIAM \"BILL\"", "GUNNAR W
 /// (\"Gus\")"), as NAME spans of their own; a name takes the closing quote of one it already
 /// holds. An `ordinary` word in quotes is a contract's defined term ("Rosa Ochoa (\"Tenants\")").
-/// `v` is sorted; a name right before the next span takes nothing.
-fn trailing_nicknames(text: &str, v: &mut [Span], ordinary: impl Fn(&str) -> bool) -> Vec<Span> {
+/// Without quotes, brackets after a name hold another name of the same person or of a spouse
+/// ("Flanagan, Patrick (Paddy)", "Tan Wei Ling (陈慧玲)", "Rusty Hope (Dawn)"), see
+/// [`bracketed_name`]. `v` is sorted; a name right before the next span takes nothing.
+fn trailing_nicknames(
+    text: &str,
+    v: &mut [Span],
+    ordinary: impl Fn(&str) -> bool,
+    named: impl Fn(&str) -> bool,
+) -> Vec<Span> {
     let mut found = Vec::new();
     for i in 0..v.len() {
         if !is_name(&v[i]) {
@@ -601,6 +615,16 @@ fn trailing_nicknames(text: &str, v: &mut [Span], ordinary: impl Fn(&str) -> boo
             None => (false, after),
         };
         let Some(quote) = after.chars().next().filter(|c| matches!(c, '"' | '“')) else {
+            if paren && let Some(len) = bracketed_name(after, &named) {
+                let start = v[i].end + 2;
+                found.push(Span::pattern(
+                    start,
+                    start + len,
+                    "NAME",
+                    v[i].score,
+                    BRACKETED_NAME,
+                ));
+            }
             continue;
         };
         let body = &after[quote.len_utf8()..];
@@ -624,6 +648,45 @@ fn trailing_nicknames(text: &str, v: &mut [Span], ordinary: impl Fn(&str) -> boo
         ));
     }
     found
+}
+
+/// The pattern name of a name found in brackets after another ([`bracketed_name`]).
+const BRACKETED_NAME: &str = "bracketed_name";
+
+/// Length of the name that `after` (the text after an opening bracket) holds before its
+/// closing bracket: one to three capitalized words of four letters or more, each `named`
+/// (listed as a name, no English word: "Karan", "Lupita Ruiz"; not "Mother", "Cardiology",
+/// "Spanish", "Eng" or "MD"), or a name in a script without capitals ("陈慧玲", "לוי נועה"), of
+/// three letters or more and no katakana, which writes roles ("ケアマネージャー"), as two Han
+/// characters often do ("長女", eldest daughter).
+fn bracketed_name(after: &str, named: impl Fn(&str) -> bool) -> Option<usize> {
+    let len = after.find(')')?;
+    let inner = &after[..len];
+    let words: Vec<&str> = inner.split(' ').collect();
+    if !(1..=3).contains(&words.len()) || inner.chars().count() > 30 {
+        return None;
+    }
+    let katakana = |c: char| ('\u{30A0}'..='\u{30FF}').contains(&c);
+    let uncased = |w: &str| {
+        w.chars().count() >= 3
+            && w.chars().all(|c| {
+                c.is_alphabetic() && !c.is_lowercase() && !c.is_uppercase() && !katakana(c)
+            })
+    };
+    if words.iter().all(|w| uncased(w)) {
+        return Some(len);
+    }
+    let capitalized = |w: &str| {
+        let mut chars = w.chars();
+        w.chars().count() >= 4
+            && chars.next().is_some_and(char::is_uppercase)
+            && chars.clone().next().is_some_and(char::is_lowercase)
+            && chars.all(|c| c.is_alphabetic() || matches!(c, '-' | '\'' | '’'))
+    };
+    words
+        .iter()
+        .all(|w| capitalized(w) && named(w))
+        .then_some(len)
 }
 
 /// The text after `v[i]` up to the next span (`v` sorted), which a name may take into itself.
@@ -981,22 +1044,28 @@ mod tests {
     }
 
     #[test]
-    fn a_nickname_in_quotes_after_a_name_is_a_name_and_a_defined_term_is_not() {
+    fn a_nickname_in_quotes_or_brackets_after_a_name_is_a_name_and_a_defined_term_is_not() {
         let t = "Pt: HUNTER, WILLIAM \"BILL\"   DOB 7/7/49; Name: TREVIÑO, GUILLERMO (\"Memo\") \
-                 MRN 1; Rosa Ochoa (\"Tenants\") and Ann Lee “Nan”.";
+                 MRN 1; Rosa Ochoa (\"Tenants\") and Ann Lee “Nan”. Jaskaran (Karan), \
+                 Tan Wei Ling (陈慧玲), Ian Hale (Cardiology), Mo Ali (Mother), Al Bo (MD).";
         let name = |w: &str| Span::model_at(t, w, "NAME");
         let mut v = vec![
             name("HUNTER, WILLIAM \"BILL"),
             name("TREVIÑO, GUILLERMO"),
             name("Rosa Ochoa"),
             name("Ann Lee"),
+            name("Jaskaran"),
+            name("Tan Wei Ling"),
+            name("Ian Hale"),
+            name("Mo Ali"),
+            name("Al Bo"),
         ];
-        let found = trailing_nicknames(t, &mut v, |w| w == "Tenants");
+        let found = trailing_nicknames(t, &mut v, |w| w == "Tenants", |w| w == "Karan");
         let texts = |v: &[Span]| -> Vec<String> {
             v.iter().map(|s| t[s.start..s.end].to_string()).collect()
         };
         assert_eq!(texts(&v)[0], "HUNTER, WILLIAM \"BILL\"");
-        assert_eq!(texts(&found), ["Memo", "Nan"]);
+        assert_eq!(texts(&found), ["Memo", "Nan", "Karan", "陈慧玲"]);
     }
 
     #[test]
