@@ -43,6 +43,9 @@ struct FileSpec {
     ordinary_words: Option<OrdinaryWordsSpec>,
     /// What makes a text clinical, for patterns marked `clinical_only`.
     clinical_text: Option<ClinicalTextSpec>,
+    /// Gazetteers of towns, for the stage rules that find a town by what stands around it (see
+    /// [`Recognizers::is_listed_town`]).
+    town_lists: Option<Vec<String>>,
     #[serde(default)]
     pattern: Vec<PatternSpec>,
 }
@@ -202,6 +205,8 @@ pub struct Recognizers {
     /// `None` when the table names none or a list it names is not installed.
     ordinary: Option<OrdinaryWords>,
     clinical: Option<ClinicalText>,
+    /// Empty when the table names none or a list it names is not installed.
+    towns: Vec<Arc<Gazetteer>>,
 }
 
 const DEFAULT_CONTEXT_CHARS: usize = 40;
@@ -254,6 +259,7 @@ impl Recognizers {
         let mut gazetteers: BTreeMap<String, Option<Arc<Gazetteer>>> = BTreeMap::new();
         let mut ordinary = None;
         let mut clinical = None;
+        let mut towns = Vec::new();
         for (file, src) in sources {
             let err = |message: String| RecognizerError {
                 file: file.clone(),
@@ -293,6 +299,13 @@ impl Recognizers {
                         None
                     }
                 };
+            }
+            for name in spec.town_lists.iter().flatten() {
+                match gazetteers.get(name) {
+                    None => return Err(err(format!("town_lists: unknown gazetteer `{name}`"))),
+                    Some(Some(g)) => towns.push(g.clone()),
+                    Some(None) => inactive.push(format!("town_lists ({name})")),
+                }
             }
             if let Some(c) = spec.clinical_text {
                 if clinical.is_some() {
@@ -389,7 +402,14 @@ impl Recognizers {
             inactive,
             ordinary,
             clinical,
+            towns,
         })
+    }
+
+    /// Whether `phrase` is a town in one of the table's `town_lists` ("Evendale", "Prenzlauer
+    /// Berg"). False without the lists.
+    pub fn is_listed_town(&self, phrase: &str) -> bool {
+        self.towns.iter().any(|g| g.contains(phrase))
     }
 
     /// Whether every word of `phrase` is an ordinary word ([`Self::is_ordinary_word`]):
@@ -431,8 +451,8 @@ impl Recognizers {
     }
 
     /// Whether `word` (three letters or more) is in an ordinary-word list as written or without
-    /// an "s", "es", "ing" or "ed" ending ("Signs", "Attending").
-    fn is_common_word(&self, word: &str) -> bool {
+    /// an "s", "es", "ing" or "ed" ending ("Signs", "Attending"), a name or not ("Golden").
+    pub fn is_common_word(&self, word: &str) -> bool {
         let Some(o) = &self.ordinary else {
             return false;
         };
@@ -2795,6 +2815,44 @@ mod tests {
                 &["surgery_named"],
             ),
             ("Mood \"OK.\" Affect mildly", &["name_nickname_between"]),
+        ] {
+            found_by_none_of(&t, text, ids);
+        }
+    }
+
+    #[test]
+    fn a_town_before_its_state_s_code_and_chains_in_lower_case_of_session_31() {
+        let t = Recognizers::builtin_with_stand_in_gazetteers();
+        for (text, label, value) in [
+            // A listed US place before a state's code without a comma.
+            (
+                "Dr. Amir Haddad, Chicago IL\n--- Addendum",
+                "CITY",
+                "Chicago",
+            ),
+            (
+                "Teague VAMC, Port Leyden NY\nProgress Note",
+                "CITY",
+                "Port Leyden",
+            ),
+            // A chain in lower case after "the", "from" or "at".
+            ("flovent, the cvs on dyer said", "ORGANIZATION", "cvs"),
+            (
+                "tried the lotrimin from walgreens for 3 days",
+                "ORGANIZATION",
+                "walgreens",
+            ),
+        ] {
+            finds_in(&t, text, label, value);
+        }
+        for (text, ids) in [
+            // Codes that are words or titles after a capitalized word.
+            ("Agency ID: BRVN-20447", &["town_state_code"][..]),
+            ("Chicago MD signed", &["town_state_code"]),
+            (
+                "assessment at home instead of the ward",
+                &["business_chain_lower"],
+            ),
         ] {
             found_by_none_of(&t, text, ids);
         }

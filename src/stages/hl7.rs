@@ -4,8 +4,8 @@
 //! position: names (XPN) and providers (XCN) by their family, given and middle components,
 //! addresses (XAD) by street, town, postcode and county (the state and country stay), phones and
 //! e-mail addresses (XTN), identifiers (CX) with the kind their type code names, timestamps, and
-//! the facilities that send the message, insure the patient or order the test. Names in capitals
-//! joined by carets are out of every other recognizer's reach.
+//! the facilities that send or receive the message, hold the patient, insure them or order the
+//! test. Names in capitals joined by carets are out of every other recognizer's reach.
 
 use super::span::Span;
 
@@ -26,6 +26,12 @@ enum Kind {
     Telecom,
     /// An organization's name (component 1).
     Organization,
+    /// The facility a message goes to (MSH-6): an organization unless it names a system or a
+    /// department ("LAB", "HIE", "FRACTURE_CLINIC").
+    Receiver,
+    /// A place in a facility: point^room^bed^facility^…; the facility (component 4) names where
+    /// the patient is, the ward, room and bed are codes ("4W^412^B").
+    Location,
     /// Codes, values, units, ranges and message ids: what other recognizers find in them is no
     /// one's identifier ("135-175", "MSG004417", "FBC^FULL BLOOD COUNT").
     Code,
@@ -34,7 +40,7 @@ enum Kind {
 /// (segment, field number as the standard counts it, what it holds).
 #[rustfmt::skip]
 const FIELDS: &[(&str, usize, Kind)] = &[
-    ("MSH", 4, Kind::Organization), ("MSH", 7, Kind::Date),
+    ("MSH", 4, Kind::Organization), ("MSH", 6, Kind::Receiver), ("MSH", 7, Kind::Date),
     ("MSH", 9, Kind::Code), ("MSH", 10, Kind::Code), ("MSH", 12, Kind::Code),
     ("EVN", 2, Kind::Date), ("EVN", 5, Kind::Provider), ("EVN", 6, Kind::Date),
     ("PID", 2, Kind::Id("MEDICAL_RECORD_NUMBER")), ("PID", 3, Kind::Id("MEDICAL_RECORD_NUMBER")),
@@ -59,7 +65,7 @@ const FIELDS: &[(&str, usize, Kind)] = &[
     ("OBR", 4, Kind::Code), ("OBX", 2, Kind::Code), ("OBX", 3, Kind::Code),
     ("OBX", 6, Kind::Code), ("OBX", 7, Kind::Code), ("OBX", 8, Kind::Code),
     ("OBX", 14, Kind::Date), ("OBX", 16, Kind::Provider), ("PV1", 2, Kind::Code),
-    ("PV1", 3, Kind::Code), ("PV1", 10, Kind::Code), ("AIL", 3, Kind::Code),
+    ("PV1", 3, Kind::Location), ("PV1", 10, Kind::Code), ("AIL", 3, Kind::Location),
     ("IN1", 4, Kind::Organization), ("IN1", 8, Kind::Id("HEALTH_PLAN_NUMBER")),
     ("IN1", 16, Kind::Name), ("IN1", 18, Kind::Date), ("IN1", 19, Kind::Address),
     ("IN1", 36, Kind::Id("HEALTH_PLAN_NUMBER")), ("IN1", 49, Kind::Id("HEALTH_PLAN_NUMBER")),
@@ -88,6 +94,14 @@ const NOT_FACILITIES: &[&str] = &[
     "LIS",
     "RIS",
     "PAS",
+];
+
+/// Words of a receiving application or department (MSH-6), no facility: a receiver with one
+/// of them among its parts ("FRACTURE_CLINIC", "CLINIC_SCHED") is a system.
+#[rustfmt::skip]
+const SYSTEM_WORDS: &[&str] = &[
+    "LAB", "LABS", "LABSYS", "EHR", "EMR", "HIS", "HIE", "RIS", "PACS", "MOH", "DOH", "CDC",
+    "RADIOLOGY", "PHARMACY", "CLINIC", "SCHED", "BILLING", "REGISTRY", "IIS", "RECV", "ADT",
 ];
 
 /// Identifier type codes (CX component 5) that name another kind than the field's.
@@ -158,6 +172,7 @@ fn segment_fields(segment: &str, at: usize, out: &mut Segments) {
         {
             match kind {
                 Kind::Code => out.codes.push((offset, offset + field.len())),
+                Kind::Location => place_field(field, offset, out),
                 _ => {
                     let mut rep_at = offset;
                     for repetition in field.split('~') {
@@ -261,7 +276,20 @@ fn read_field(value: &str, at: usize, kind: Kind, out: &mut Vec<Span>) {
                 }
             }
         }
-        Kind::Code => {}
+        Kind::Code | Kind::Location => {}
+        Kind::Receiver => {
+            if let Some(&c) = parts.first()
+                && c.1.len() >= 3
+                && c.1.chars().any(char::is_alphabetic)
+                && !NOT_FACILITIES.contains(&c.1)
+                && !c
+                    .1
+                    .split(['_', ' ', '-'])
+                    .any(|w| SYSTEM_WORDS.contains(&w))
+            {
+                push(out, c, "LOCATION");
+            }
+        }
         Kind::Organization => {
             if let Some(&c) = parts.first()
                 && c.1.chars().any(char::is_alphabetic)
@@ -269,6 +297,30 @@ fn read_field(value: &str, at: usize, kind: Kind, out: &mut Vec<Span>) {
                 push(out, c, "LOCATION");
             }
         }
+    }
+}
+
+/// A place in a facility (PL, each repetition): the facility (component 4) is a LOCATION, what
+/// stands before and after it is a code.
+fn place_field(field: &str, at: usize, out: &mut Segments) {
+    let mut rep_at = at;
+    for repetition in field.split('~') {
+        let end = rep_at + repetition.len();
+        let facility = components(repetition, rep_at)
+            .get(3)
+            .copied()
+            .filter(|(_, c)| c.chars().any(char::is_alphabetic) && !NOT_FACILITIES.contains(c));
+        match facility {
+            Some((start, c)) => {
+                let stop = start + c.len();
+                out.found
+                    .push(Span::pattern(start, stop, "LOCATION", SCORE, "hl7_field"));
+                out.codes.push((rep_at, start));
+                out.codes.push((stop, end));
+            }
+            None => out.codes.push((rep_at, end)),
+        }
+        rep_at = end + 1;
     }
 }
 
@@ -341,6 +393,32 @@ PV1|1|I|4W^412^B||||1720384456^ROSSI^ANGELA^M^^^^MD|||MED";
         for kept in ["ID", "F", "ADT^A01", "4W^412^B", "MED", "LAB"] {
             assert!(!got.iter().any(|(t, _)| t == kept), "{kept} in {got:?}");
         }
+    }
+
+    #[test]
+    fn receiving_facilities_and_a_location_s_facility_are_places() {
+        let msg = "MSH|^~\\&|LAB|SJH|EHR|WESTMICH_HEALTH|20240611143205||ORU^R01|LAB0611|P|2.5.1\n\
+PV1|1|O|3W^312^A^NWMC||||1457392854^OKAFOR^CHIDI\n\
+AIL|1|A|EXAM3^^^TVH FOOTHILLS CLINIC\n\
+MSH|^~\\&|CERNER|SMH|CLINSCHED|FRACTURE_CLINIC|20240212101144||SIU^S12|00092417|P|2.3";
+        let got = found(msg);
+        for want in [
+            "SJH",
+            "WESTMICH_HEALTH",
+            "NWMC",
+            "TVH FOOTHILLS CLINIC",
+            "SMH",
+        ] {
+            let want = (want.to_string(), "LOCATION".to_string());
+            assert!(got.contains(&want), "{want:?} in {got:?}");
+        }
+        // A receiving system or department stays, and the ward, room and bed are codes.
+        for kept in ["EHR", "FRACTURE_CLINIC", "3W", "312", "EXAM3"] {
+            assert!(!got.iter().any(|(t, _)| t == kept), "{kept} in {got:?}");
+        }
+        let segments = hl7_fields(msg);
+        let codes: Vec<&str> = segments.codes.iter().map(|&(a, b)| &msg[a..b]).collect();
+        assert!(codes.contains(&"3W^312^A^"), "{codes:?}");
     }
 
     #[test]

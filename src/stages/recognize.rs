@@ -15,14 +15,16 @@
 //!   widens them to the union and the model's label stays (model spans win ties). Validators have
 //!   already decided which findings exist.
 //! - Layout: HL7 v2 segments by their fields' positions ([`super::hl7`]), tables by their
-//!   header ([`super::tables`]) and towns between the parts of an address line
-//!   ([`super::localities`]). A span inside an HL7 code, value or message id is dropped.
+//!   header ([`super::tables`]), towns between the parts of an address line
+//!   ([`super::localities`]) and the town standing after an organization
+//!   ([`super::branch_towns`]). A span inside an HL7 code, value or message id is dropped.
 //!
 //! Overlap rule, applied last: spans that still overlap become their union, labelled by the
 //! model span if there is one, else by the higher score. Nothing here ever shrinks a span; a few
 //! rules drop whole ones (a value inside an HL7 code, a name of ordinary words, a greeting, a
 //! title alone, a public office).
 
+use super::branch_towns;
 use super::hl7;
 use super::letterhead;
 use super::localities;
@@ -158,6 +160,13 @@ pub fn recognize(
         structure::whole_codes(&text, &mut v);
     }
     structure::drop_business_names(&text, &mut v);
+    let branches = branch_towns::towns_after_organizations(
+        &text,
+        &v,
+        |p| recognizers.is_listed_town(p),
+        |w| recognizers.is_common_word(w),
+    );
+    v = with_added(v, branches);
     structure::label_countries(&text, &mut v);
     let towns = structure::towns_before_countries(&text, &v);
     v = with_added(v, towns);
@@ -274,9 +283,11 @@ const GREETINGS_AND_FIELDS: &[&str] = &[
 ];
 
 /// Drops spans that are a greeting or a field label; [`trim_name_edges`] takes one off the
-/// front of a name ("Hi Grant").
+/// front of a name ("Hi Grant"). A facility's code in an HL7 field ("^^^HEY^PI") stays.
 fn drop_greetings(text: &str, v: &mut Vec<Span>) {
-    v.retain(|s| !is_greeting_or_field(&text[s.start..s.end]));
+    v.retain(|s| {
+        s.pattern.as_deref() == Some("hl7_field") || !is_greeting_or_field(&text[s.start..s.end])
+    });
 }
 
 /// Titles and forms of address written before a name, in the languages the model reads. Words

@@ -238,14 +238,14 @@ fn surname_first_before(head: &str) -> Option<usize> {
 }
 
 /// Separators between list members, longest first; `true` for a conjunction, which ends a list.
+/// The conjunctions of the other languages the model reads count too ("Kees en Marjolein",
+/// "Baraka na Neema", "Kuba, Ola i Staś"): members are capitalized words either way.
+#[rustfmt::skip]
 const LIST_SEPARATORS: &[(&str, bool)] = &[
-    (", and ", true),
-    (", or ", true),
-    (", & ", true),
-    (" and ", true),
-    (" or ", true),
-    (" & ", true),
-    (", ", false),
+    (", and ", true), (", or ", true), (", & ", true), (" and ", true), (" or ", true),
+    (" & ", true), (" und ", true), (" och ", true), (" et ", true), (" en ", true),
+    (" og ", true), (" ve ", true), (" na ", true), (" és ", true), (" y ", true),
+    (" e ", true), (" i ", true), (", ", false),
 ];
 
 /// Endings of clinical words, never list members taken for names.
@@ -272,7 +272,8 @@ pub fn name_lists(text: &str, v: &[Span]) -> Vec<Span> {
     let span_ending = |end: usize| v.binary_search_by_key(&end, |s| s.end).ok();
     let mut out: Vec<Span> = Vec::new();
     for s in v {
-        if canonical_label(&s.label).hipaa_class != "A_NAMES" {
+        // A country found as a name is labelled later: "Fabriquée en France" lists no one.
+        if canonical_label(&s.label).hipaa_class != "A_NAMES" || is_country(&text[s.start..s.end]) {
             continue;
         }
         // (start, end) of members that are not spans yet, and whether the list has a conjunction.
@@ -1034,6 +1035,20 @@ mod tests {
             found,
             ["Harvey", "Ramirez", "Taylor", "Phillips", "Tomaszewski"]
         );
+    }
+
+    #[test]
+    fn lists_joined_by_another_language_s_conjunction_hold_names_but_countries_none() {
+        let t = "Amersfoort: Kees en Marjolein. Harusi ya Baraka na Neema. Wnuki Kuba, Ola i Staś. \
+                 Fabriquée en France.";
+        let v = vec![
+            span(t, "Kees", "FIRST_NAME"),
+            span(t, "Neema", "FIRST_NAME"),
+            span(t, "Kuba", "FIRST_NAME"),
+            span(t, "France", "FIRST_NAME"),
+        ];
+        let found = texts(t, &name_lists(t, &v));
+        assert_eq!(found, ["Marjolein", "Baraka", "Ola", "Staś"]);
     }
 
     #[test]
