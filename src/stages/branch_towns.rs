@@ -81,7 +81,7 @@ fn town_at(room: &str, tail: &str, is_town: &impl Fn(&str) -> bool) -> Option<us
 
 /// The byte length of a word of a town's name at the start of `s`: capitalized ("Evendale") or
 /// in capitals, three letters or more ("LUCKNOW"). Unlike a name's word in `structure`, capitals
-/// count and a hyphen ends it ("Hay-on-Wye" is read word by word).
+/// count and a hyphen ends it (capitalized words joined by one make one town: "Idi-Araba").
 fn town_word(s: &str) -> Option<usize> {
     let mut chars = s.char_indices();
     let (_, first) = chars.next()?;
