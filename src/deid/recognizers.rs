@@ -2821,7 +2821,7 @@ mod tests {
     }
 
     #[test]
-    fn a_town_before_its_state_s_code_and_chains_in_lower_case_of_session_31() {
+    fn towns_before_state_codes_chains_in_lower_case_and_initials_of_session_31() {
         let t = Recognizers::builtin_with_stand_in_gazetteers();
         for (text, label, value) in [
             // A listed US place before a state's code without a comma.
@@ -2842,10 +2842,29 @@ mod tests {
                 "ORGANIZATION",
                 "walgreens",
             ),
+            // A hospital by its initials, a police force by its initials before a rank.
+            (
+                "Expecting transfer from RNSH ICU ~0900.",
+                "LOCATION",
+                "RNSH",
+            ),
+            ("per ortho reg Dr Ng (RDH). Escort", "LOCATION", "RDH"),
+            ("by RSPD Officer Amy Traxler; returned", "LOCATION", "RSPD"),
         ] {
             finds_in(&t, text, label, value);
         }
         for (text, ids) in [
+            // Clinical abbreviations and ministries of the same shape.
+            (
+                "hemolysis labs sent (LDH, plasma free Hgb)",
+                &["hospital_initials"][..],
+            ),
+            (
+                "Na 131 (SIADH vs cerebral salt wasting)",
+                &["hospital_initials"],
+            ),
+            ("drug test (DOH-accredited lab)", &["hospital_initials"]),
+            ("30 y/o G1P1, PPD #1 s/p SVD", &["police_initials"]),
             // Codes that are words or titles after a capitalized word.
             ("Agency ID: BRVN-20447", &["town_state_code"][..]),
             ("Chicago MD signed", &["town_state_code"]),
