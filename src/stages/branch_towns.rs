@@ -66,7 +66,10 @@ fn town_at(room: &str, tail: &str, is_town: &impl Fn(&str) -> bool) -> Option<us
     let mut ends = Vec::new();
     let mut at = 0;
     for _ in 0..MAX_WORDS {
-        let word_len = town_word(&room[at..])?;
+        // A word that cannot be a town's ("AK" after "Anchorage") ends the name.
+        let Some(word_len) = town_word(&room[at..]) else {
+            break;
+        };
         ends.push(at + word_len);
         at += word_len;
         match room[at..].chars().next() {
@@ -177,6 +180,11 @@ mod tests {
                 "Smile Dental Co. Fremantle - Clinical notes",
                 "Smile Dental Co.",
                 "Fremantle",
+            ),
+            (
+                "Arctic Imaging Partners, Anchorage AK 99501",
+                "Arctic Imaging Partners",
+                "Anchorage",
             ),
         ] {
             assert_eq!(towns(text, org), [town], "{text}");
