@@ -11,7 +11,7 @@
 use super::span::Span;
 use crate::deid::canonical_label;
 
-/// Most words in a town's name ("Prenzlauer Berg", "Coeur d'Alene").
+/// Most words in a town's name ("Prenzlauer Berg", "Salt Lake City").
 const MAX_WORDS: usize = 3;
 
 /// What may stand between the organization and its town; the first two also let a town that
@@ -104,8 +104,7 @@ fn town_word(s: &str) -> Option<usize> {
 /// Whether what follows a town ends its field: punctuation that closes it, the line's or the
 /// text's end, a wide gap, a dash, or a state's two-letter code ("Franklin TN").
 fn ends_field(after: &str) -> bool {
-    let mut chars = after.chars();
-    match chars.next() {
+    match after.chars().next() {
         None | Some(',' | '.' | ';' | ')' | '\n' | '\r' | '\t') => true,
         Some(' ') => {
             let rest = &after[1..];

@@ -119,6 +119,9 @@ const ID_TYPES: &[(&str, &str)] = &[
 
 const SCORE: f32 = 0.9;
 
+/// The pattern name of every span read from a segment's fields.
+pub const PATTERN: &str = "hl7_field";
+
 /// What the HL7 v2 segments of a text hold.
 #[derive(Default)]
 pub struct Segments {
@@ -203,13 +206,7 @@ fn read_field(value: &str, at: usize, kind: Kind, out: &mut Vec<Span>) {
     let parts = components(value, at);
     let push = |out: &mut Vec<Span>, (start, c): (usize, &str), label: &str| {
         if !c.trim().is_empty() {
-            out.push(Span::pattern(
-                start,
-                start + c.len(),
-                label,
-                SCORE,
-                "hl7_field",
-            ));
+            out.push(Span::pattern(start, start + c.len(), label, SCORE, PATTERN));
         }
     };
     match kind {
@@ -314,7 +311,7 @@ fn place_field(field: &str, at: usize, out: &mut Segments) {
             Some((start, c)) => {
                 let stop = start + c.len();
                 out.found
-                    .push(Span::pattern(start, stop, "LOCATION", SCORE, "hl7_field"));
+                    .push(Span::pattern(start, stop, "LOCATION", SCORE, PATTERN));
                 out.codes.push((rep_at, start));
                 out.codes.push((stop, end));
             }
@@ -348,7 +345,7 @@ fn name_span(parts: &[(usize, &str)], from: usize, out: &mut Vec<Span>) {
         }
         end = at + c.len();
     }
-    out.push(Span::pattern(start, end, "NAME", SCORE, "hl7_field"));
+    out.push(Span::pattern(start, end, "NAME", SCORE, PATTERN));
 }
 
 #[cfg(test)]

@@ -291,7 +291,7 @@ const GREETINGS_AND_FIELDS: &[&str] = &[
 /// front of a name ("Hi Grant"). A facility's code in an HL7 field ("^^^HEY^PI") stays.
 fn drop_greetings(text: &str, v: &mut Vec<Span>) {
     v.retain(|s| {
-        s.pattern.as_deref() == Some("hl7_field") || !is_greeting_or_field(&text[s.start..s.end])
+        s.pattern.as_deref() == Some(hl7::PATTERN) || !is_greeting_or_field(&text[s.start..s.end])
     });
 }
 
