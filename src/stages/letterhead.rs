@@ -17,8 +17,8 @@ use crate::deid::dates::is_month_name;
 
 /// Lower-case words a name may hold ("Department of Health and Human Services").
 const CONNECTORS: &[&str] = &[
-    "of", "and", "&", "the", "for", "at", "on", "de", "del", "la", "du", "des", "y", "-", "--",
-    "–", "—", "|",
+    "of", "and", "&", "the", "for", "at", "on", "de", "del", "la", "du", "des", "y", "da", "das",
+    "do", "dos", "di", "dei", "della", "van", "von", "der", "-", "--", "–", "—", "|",
 ];
 
 /// Words of a line that names an office, a role or the letter itself, not a place of its own.
@@ -34,19 +34,21 @@ const GENERIC: &[&str] = &[
     "resources", "payroll", "admissions", "registration", "new", "to", "from", "re", "attn",
     "attention", "dear", "sincerely", "regards", "via", "manager", "coordinator", "director",
     "assistant", "nurse", "clerk", "associate", "specialist", "care", "case", "representative",
-    "officer", "supervisor", "team", "unit", "garage", "yard", "estate", "sale",
+    "officer", "supervisor", "team", "unit", "garage", "yard", "estate", "sale", "landlord",
+    "registrar", "clubhouse", "fellowship", "hall", "council", "parish",
 ];
 
 /// Words that say a title line's first part is an organization of its own, not a department.
 #[rustfmt::skip]
 const BODIES: &[&str] = &[
     "hospital", "hospitals", "infirmary", "rescue", "ambulance", "trust", "ltd", "inc", "llc",
-    "telehealth", "diagnostics", "laboratories", "home", "hospice", "polyclinic",
-    "ysbyty", "klinik", "krankenhaus", "clinique", "hôpital", "response", "surgery", "practice",
-    "school", "college", "pharmacy", "chemist", "police", "fire", "paramedics", "healthcare",
-    "rehabilitation", "lodge", "manor", "village", "imaging", "audiology", "rehab", "walk-in",
-    "polyclinics", "institute", "institut", "klinikum", "universitätsklinikum", "congress",
-    "mutual", "system", "center", "centre", "eye",
+    "laboratories", "polyclinic", "ysbyty", "klinik", "krankenhaus", "clinique", "hôpital",
+    "response", "school", "college", "chemist", "police", "fire", "paramedics", "lodge", "manor",
+    "village", "walk-in", "polyclinics", "institute", "institut", "klinikum",
+    "universitätsklinikum", "congress", "mutual", "system", "center", "centre", "network",
+    "foundation", "church", "club", "hotel", "travel", "bank", "condominium", "opticians",
+    "limited", "plans", "distribution", "hochschule", "masjid", "gurdwara", "mosque", "temple",
+    "synagogue", "parish", "software",
 ];
 
 /// Words that name a document or a department, not who wrote it ("DISCHARGE SUMMARY", "Primary
@@ -60,7 +62,8 @@ const DOCUMENT: &[&str] = &[
     "evaluation", "review", "request", "appeal", "authorization", "statement", "worksheet",
     "instructions", "examination", "department", "directorate", "division", "ward", "unit",
     "office", "ministry", "republic", "program", "programme", "service", "services", "nursing",
-    "medicine",
+    "medicine", "confirmation", "safety", "claim", "notice", "itinerary", "agreement",
+    "policy", "minutes", "newsletter", "intake", "adjustment", "blotter",
 ];
 
 /// Departments that follow a facility's dash ("SANFORD WORTHINGTON MEDICAL CENTER — Laboratory").
@@ -103,30 +106,63 @@ pub fn letterheads(text: &str, v: &[Span]) -> Vec<Span> {
             out.push(Span::pattern(from, to, "ORGANIZATION", 0.7, "letterhead"));
         }
     }
-    out.extend(title_line(text, v).into_iter().flatten());
+    // A title line above a street is already found as its letterhead.
+    for s in title_line(text, v).into_iter().flatten() {
+        if !out.iter().any(|o| o.start < s.end && s.start < o.end) {
+            out.push(s);
+        }
+    }
     out
 }
 
 /// The organization a document's first line names before a spaced dash or bar ("BANKSIA GROVE
-/// AGED CARE HOME — Toowoomba QLD — Resident Progress Note"): two words or more, one in [`BODIES`],
-/// none in [`DOCUMENT`], and no person's name is the whole of it; with the town after its comma.
+/// AGED CARE HOME — Toowoomba QLD — Resident Progress Note"), or as the whole line above the
+/// rest, up to its last word for a body ("GRACE FELLOWSHIP BAPTIST CHURCH", "Sahyog Bank" of
+/// "Sahyog Bank Virtual Assistant"): two words or more, one in [`BODIES`] or a service's
+/// ([`is_service_body`]), none in [`DOCUMENT`], and no person's name is the whole of it; with
+/// the town after its comma.
 fn title_line(text: &str, v: &[Span]) -> Option<Vec<Span>> {
     let from = text.len() - text.trim_start().len();
-    let line = text[from..].split('\n').next()?.trim_end();
-    let cut = [" — ", " – ", " - ", " | "]
+    let (line, more) = text[from..].split_once('\n')?;
+    let line = line.trim_end();
+    let dash = [" — ", " – ", " - ", " -- ", " | "]
         .iter()
         .filter_map(|d| line.find(d))
-        .min()?;
-    let len = name_length(&line[..cut])?;
-    let head = &line[..len];
-    let words: Vec<String> = words_at(head)
+        .min();
+    // A line alone heads the text only when more follows it.
+    let cut = dash.or_else(|| (!more.trim().is_empty()).then_some(line.len()))?;
+    let mut len = name_length(&line[..cut])?;
+    let mut at_words = words_at(&line[..len]);
+    let lower = |w: &str| w.trim_end_matches([',', '.']).to_lowercase();
+    // Read before a whole line is cut to its name: "POISON CENTER CASE RECORD" is a document's.
+    let document = at_words
         .iter()
-        .map(|(_, w)| w.trim_end_matches([',', '.']).to_lowercase())
-        .collect();
+        .any(|(_, w)| DOCUMENT.contains(&lower(w).as_str()));
+    if dash.is_none() {
+        // A whole line ends its name at its last word for a body.
+        let last = at_words.iter().rposition(|(_, w)| {
+            let w = lower(w);
+            BODIES.contains(&w.as_str()) || SERVICES.contains(&w.as_str())
+        })?;
+        at_words.truncate(last + 1);
+        let (at, w) = at_words[last];
+        len = at + w.trim_end_matches(',').len();
+    }
+    let words: Vec<String> = at_words.iter().map(|(_, w)| lower(w)).collect();
+    // A line addressed to someone names its addressee ("To Summit Coast Bank Bereavement Team").
+    if words.first().is_some_and(|w| {
+        matches!(
+            w.as_str(),
+            "to" | "from" | "re" | "attn" | "attention" | "dear"
+        )
+    }) {
+        return None;
+    }
     // One word alone is a department ("PHARMACY - CONTROLLED SUBSTANCE LOG").
     let body = words.len() >= 2
-        && (words.iter().any(|w| BODIES.contains(&w.as_str())) || town_and_state(&line[cut..]));
-    let document = words.iter().any(|w| DOCUMENT.contains(&w.as_str()));
+        && (words.iter().any(|w| BODIES.contains(&w.as_str()))
+            || is_service_body(&words)
+            || town_and_state(&line[cut..]));
     let to = from + len;
     // A name that is the whole head is a person's ("Grace Fire — fire safety talk"); one inside
     // a head with a word for a body is the facility's first words ("DON VALLEY GENERAL HOSPITAL").
@@ -157,6 +193,50 @@ fn title_line(text: &str, v: &[Span]) -> Option<Vec<Span>> {
         ));
     }
     Some(found)
+}
+
+/// Words for a service that name a body only beside a word of its own name ("OPTION CARE
+/// HEALTH", "BRADESCO SAÚDE", "HEARTWOOD HOSPICE", "Western Sports Physiotherapy").
+#[rustfmt::skip]
+const SERVICES: &[&str] = &[
+    "health", "saúde", "salud", "santé", "sante", "gesundheit", "healthcare", "telehealth",
+    "diagnostics", "home", "hospice", "surgery", "practice", "pharmacy", "rehabilitation", "rehab",
+    "imaging", "audiology", "eye", "dentistry", "physiotherapy",
+];
+
+/// Words that make a service a field or a department, not the name of a body ("OCCUPATIONAL
+/// HEALTH", "OUTPATIENT BEHAVIORAL HEALTH", "ORAL & MAXILLOFACIAL SURGERY", "MSK Physiotherapy").
+#[rustfmt::skip]
+const FIELDS: &[&str] = &[
+    "occupational", "correctional", "employee", "employees", "behavioral", "behavioural",
+    "mental", "community", "public", "student", "students", "women's", "womens", "men's", "child",
+    "children's", "adolescent", "youth", "school", "global", "oral", "population", "primary",
+    "maternal", "infant", "sexual", "reproductive", "environmental", "travel", "integrative",
+    "veterans", "worker", "workers", "allied", "digital", "pediatric", "paediatric", "outpatient",
+    "inpatient", "rural", "tribal", "refugee", "bone", "joint", "heart", "brain", "skin", "eye",
+    "foot", "lung", "liver", "kidney", "breast", "spine", "digestive", "urgent", "virtual",
+    "remote", "perinatal", "senior", "geriatric", "family", "maxillofacial", "msk", "renal",
+    "dose", "clinical", "specialty", "specialist", "cardiac", "orthopaedic", "orthopedic",
+    "plastic", "vascular", "dental", "hand", "sports", "physical", "speech", "district",
+    "visitor", "general", "surgical", "ambulatory", "cosmetic", "nuclear", "interventional",
+    "diagnostic", "retail", "compounding", "mail", "order", "infusion", "wound", "pain", "sleep",
+    "weight", "bariatric", "trauma", "palliative", "respiratory", "dialysis", "transplant",
+    "day", "same", "minor", "nursing", "oncology", "cancer",
+];
+
+/// Whether the words of a head name a body by a service word: one in [`SERVICES`] and another
+/// that is none of those, no field ([`FIELDS`]), office word or connector ("HBF HEALTH",
+/// "SOUTHWEST KANSAS FAMILY HEALTH"; not "MENTAL HEALTH", "Home Health" or "CLINICAL PHARMACY").
+fn is_service_body(words: &[String]) -> bool {
+    words.iter().any(|w| SERVICES.contains(&w.as_str()))
+        && words.iter().any(|w| {
+            let w = w.as_str();
+            !SERVICES.contains(&w)
+                && !FIELDS.contains(&w)
+                && !GENERIC.contains(&w)
+                && !CONNECTORS.contains(&w)
+                && !DEPARTMENTS.contains(&w)
+        })
 }
 
 /// Whether a title line's dash leads to a town and its state code only ("OZARKS ALLERGY &
@@ -248,7 +328,7 @@ fn name_length(head: &str) -> Option<usize> {
     // "Department of Imaging, 122 12th St" is a department of the letterhead above it.
     if matches!(
         first.1.to_lowercase().as_str(),
-        "department" | "dept" | "dept." | "division" | "section"
+        "department" | "dept" | "dept." | "division" | "section" | "service" | "servicio"
     ) {
         return None;
     }
@@ -352,6 +432,45 @@ mod tests {
         assert!(heads_of("ANTICOAGULATION CLINIC - PHONE ENCOUNTER\n").is_empty());
         assert!(heads_of("PUBLIC HEALTH NURSING - HOME VISIT RECORD\n").is_empty());
         assert!(heads_of("DOT MEDICAL EXAMINATION - EXAMINER SUMMARY\n").is_empty());
+        assert!(heads_of("HOME OXYGEN SAFETY - WHAT YOU NEED TO KNOW\n").is_empty());
+        // A service word names a body only beside a word of the body's own name.
+        assert_eq!(
+            heads_of("HBF HEALTH — Hospital Cover Pre-Approval Request\n"),
+            ["HBF HEALTH"]
+        );
+        for field in [
+            "OCCUPATIONAL HEALTH - WORKERS' COMPENSATION INITIAL VISIT\n",
+            "ORAL & MAXILLOFACIAL SURGERY -- PROCEDURE NOTE\n",
+            "MSK Physiotherapy - telephone triage\n",
+            "Parish Council – minutes of meeting\n",
+        ] {
+            assert!(heads_of(field).is_empty(), "{field}");
+        }
+        assert_eq!(
+            heads_of("HOSPITAL DAS CLÍNICAS DA FMUSP -- Instituto Central\n"),
+            ["HOSPITAL DAS CLÍNICAS DA FMUSP"]
+        );
+        // A whole line, up to its last word for a body, when more text follows.
+        assert_eq!(
+            heads_of("GRACE FELLOWSHIP BAPTIST CHURCH\nSunday bulletin"),
+            ["GRACE FELLOWSHIP BAPTIST CHURCH"]
+        );
+        assert_eq!(
+            heads_of("Sahyog Bank Virtual Assistant\nBot: Namaste!"),
+            ["Sahyog Bank"]
+        );
+        assert!(heads_of("GRACE FELLOWSHIP BAPTIST CHURCH").is_empty());
+        for line in [
+            "POISON CENTER CASE RECORD\nCase #: 4",
+            "To Summit Coast Bank Bereavement Team,\nMy mother",
+            "Thoracic Surgery Progress Note\nPOD 2",
+        ] {
+            assert!(heads_of(line).is_empty(), "{line}");
+        }
+        assert_eq!(
+            heads_of("SEVEN SEAS REMOVALS LTD - Shipment Confirmation\n"),
+            ["SEVEN SEAS REMOVALS LTD"]
+        );
         let t = "Grace Fire — fire safety talk\n";
         assert!(heads(t, &[Span::model_at(t, "Grace Fire", "NAME")]).is_empty());
     }
@@ -363,7 +482,9 @@ mod tests {
                     She moved to the house at\n14 Birch Lane\nThandeka Mokoena\n9 Kloof St\n\
                     Tove Lindgren, RN\nCare Manager\n4 East Riverbend Health\n\
                     Suite 4, 15 Main St\nThe patient lives at 12 Elm St\n\
-                    On Friday, 7 March, Year 6 will visit\nat Our Lady Parish Hall\n1875 Ridge Road";
+                    On Friday, 7 March, Year 6 will visit\nat Our Lady Parish Hall\n1875 Ridge Road\n\
+                    Office of the Registrar\n4800 College Way\nFellowship Hall\n318 W Main St\n\
+                    Séamus Hegarty\nLandlord\n14 Quay Road";
         let names = [Span::model_at(text, "Thandeka Mokoena", "NAME")];
         assert!(heads(text, &names).is_empty(), "{:?}", heads(text, &names));
     }

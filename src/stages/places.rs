@@ -377,7 +377,10 @@ const NOT_CAMPUS: &[&str] = &[
     "Unit", "Clinic", "Ward", "Wing", "Floor", "Service", "Services", "Pharmacy", "Laboratory",
     "Lab", "Emergency", "Meeting", "Minutes", "Committee", "Board", "Agenda", "Newsletter",
     "Policy", "Claim", "Claims", "Application", "Form", "Invoice", "Statement", "Request",
-    "Referral", "Letter", "Consultation", "Assessment", "Intake", "Encounter",
+    "Referral", "Letter", "Consultation", "Assessment", "Intake", "Encounter", "Confirmation",
+    "Booking", "Shipment", "Order", "Receipt", "Notice", "Update", "Itinerary", "Programme",
+    "Program", "Roster", "Bulletin", "Alert", "Alerts", "Support", "Chat", "Ticket", "Transcript",
+    "Review", "Schedule", "Registration",
 ];
 
 /// Length of " - Nampa", " -- Wausau Center" at the start of `rest`: a dash, then one to three

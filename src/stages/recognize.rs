@@ -67,7 +67,7 @@ pub fn recognize(
         return spans;
     }
     let text = spans.original.clone();
-    // Read once: it gates the `clinical_only` patterns and the letterheads.
+    // Read once: it gates the `clinical_only` patterns, whole places and lone-word towns.
     let clinical = recognizers.is_clinical(&text);
     let findings = if p.smart_merging || p.safety_sweep {
         let mut f = match ocr_digits::repaired(&text) {
@@ -176,12 +176,9 @@ pub fn recognize(
     if p.whole_places {
         let lower = places::lower_case_places(&text);
         v = with_added(v, lower);
-        // Outside clinical text the line above an address is mostly a company's in a contact
-        // block, no place of the person's.
-        if clinical {
-            let heads = letterhead::letterheads(&text, &v);
-            v = with_added(v, heads);
-        }
+        // In any text: the company a contact block or a letter's head names is one too.
+        let heads = letterhead::letterheads(&text, &v);
+        v = with_added(v, heads);
         places::whole_places(&text, &mut v, clinical);
     }
     // In a note a lower-case word the model calls a town is kept: there it names a place more
@@ -1236,7 +1233,7 @@ mod tests {
         let got = run_with(&table, t, vec![], SWEEP);
         let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
         assert_eq!(texts, ["Provider", "865-426-7l3O"]);
-        // A clinical letter's letterhead, above its street line.
+        // A letterhead, above its street line: a clinical letter's…
         let t = "RIVERSIDE INTERNAL MEDICINE\n415 Water Street\nPatient seen for discharge \
                  planning, BP 128/80, MRN 4471203, metformin 500 mg.";
         let p = RecognizeParams {
@@ -1247,6 +1244,14 @@ mod tests {
         assert!(
             got.iter()
                 .any(|(v, l, _)| v == "RIVERSIDE INTERNAL MEDICINE" && l == "ORGANIZATION"),
+            "{got:?}"
+        );
+        // A contact block's, outside a note.
+        let t = "Thanks for your order!\nTHE OLIVE BRANCH BISTRO\n47 High Street, Marlow";
+        let got = run_with(&table, t, vec![], p);
+        assert!(
+            got.iter()
+                .any(|(v, l, _)| v == "THE OLIVE BRANCH BISTRO" && l == "ORGANIZATION"),
             "{got:?}"
         );
     }
