@@ -2878,6 +2878,28 @@ mod tests {
     }
 
     #[test]
+    fn months_in_lower_case_with_a_day_or_a_year_of_session_32() {
+        let t = Recognizers::builtin_with_stand_in_gazetteers();
+        for (text, value) in [
+            ("see u on march 3 — mehmet", "march 3"),
+            ("tetanus last given in march of 2016 at", "march of 2016"),
+            ("Ingeniero de campo (jul 2014 - dic 2018)", "jul 2014"),
+            ("Ingeniero de campo (jul 2014 - dic 2018)", "dic 2018"),
+            ("Haarlem | editie november 2024", "november 2024"),
+            ("Data: gio 19 set 2024, 18:02", "set 2024"),
+        ] {
+            finds_in(&t, text, "DATE", value);
+        }
+        for (text, ids) in [
+            ("can march 5 miles a day", &["date_month_day_lower"][..]),
+            ("you may 2x daily", &["date_month_day_lower"]),
+            ("a set of 2024 cards", &["date_month_year_any_case"]),
+        ] {
+            found_by_none_of(&t, text, ids);
+        }
+    }
+
+    #[test]
     fn legal_forms_and_facilities_named_for_people_of_session_27() {
         let t = Recognizers::builtin_with_stand_in_gazetteers();
         let org = "ORGANIZATION";
