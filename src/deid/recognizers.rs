@@ -2878,9 +2878,13 @@ mod tests {
     }
 
     #[test]
-    fn months_in_lower_case_with_a_day_or_a_year_of_session_32() {
+    fn months_in_lower_case_and_holidays_of_session_32() {
         let t = Recognizers::builtin_with_stand_in_gazetteers();
         for (text, value) in [
+            ("Plans to fast for Ramadan (expected", "Ramadan"),
+            ("Our Matariki quiz night raised", "Matariki"),
+            ("Date: 05/03/2024 (Oaks Day) 19:40", "Oaks Day"),
+            ("wie gaat er mee naar koningsdag in Utrecht", "koningsdag"),
             ("see u on march 3 — mehmet", "march 3"),
             ("tetanus last given in march of 2016 at", "march of 2016"),
             ("Ingeniero de campo (jul 2014 - dic 2018)", "jul 2014"),

@@ -129,6 +129,8 @@ pub fn recognize(
         v = with_added(v, nicknames);
         let members = structure::name_lists(&text, &v);
         v = with_added(v, members);
+        let initials = structure::defined_initials(&text, &v);
+        v = with_added(v, initials);
     }
     // Before propagation: a facility's code found in MSH-4 is also its code elsewhere.
     let mut segments = hl7::hl7_fields(&text);

@@ -10,6 +10,8 @@
 //!   where the model found two of the three. A list has a conjunction ("and", "or", "&"), its
 //!   members are single capitalized words, and words shaped like clinical terms ("Cardiology",
 //!   "Colitis") are not members.
+//! - Initials given to a named person in brackets ("Laura Benítez (LB)") are that person's name
+//!   wherever the text uses them ("LB: And then?").
 //! - A street takes the house number written after it ("Prenzlauer Allee 20").
 //! - Parts of one address separated only by spaces ("727" "Green Gateway" "Suite 873") become one
 //!   span, so the spaces between them are not left standing as the outline of an address. ZIP
@@ -330,6 +332,47 @@ pub fn name_lists(text: &str, v: &[Span]) -> Vec<Span> {
         for (start, end) in members {
             if out.iter().all(|o| o.start != start) {
                 out.push(Span::pattern(start, end, "LAST_NAME", s.score, "name_list"));
+            }
+        }
+    }
+    out
+}
+
+/// Initials a text gives a named person in brackets ("Laura Benítez (LB)", "Tran Thi Mai (TM)"),
+/// every initial or the first and the last, and each later use of them as a whole word, as
+/// interview transcripts label their speakers ("LB: And then?").
+pub fn defined_initials(text: &str, v: &[Span]) -> Vec<Span> {
+    let mut codes: Vec<&str> = Vec::new();
+    for s in v {
+        if canonical_label(&s.label).hipaa_class != "A_NAMES" {
+            continue;
+        }
+        let Some(rest) = text[s.end..].strip_prefix(" (") else {
+            continue;
+        };
+        let len = rest.bytes().take_while(u8::is_ascii_uppercase).count();
+        if !(2..=3).contains(&len) || !rest[len..].starts_with(')') {
+            continue;
+        }
+        let initials: Vec<char> = text[s.start..s.end]
+            .split([' ', '-'])
+            .filter_map(|w| w.chars().next())
+            .filter(|c| c.is_uppercase())
+            .collect();
+        let code = &rest[..len];
+        let all: String = initials.iter().collect();
+        let first_last: String = initials.first().into_iter().chain(initials.last()).collect();
+        if (code == all || code == first_last) && !codes.contains(&code) {
+            codes.push(code);
+        }
+    }
+    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let mut out = Vec::new();
+    for code in codes {
+        for (at, _) in text.match_indices(code) {
+            let end = at + code.len();
+            if !word(text[..at].chars().next_back()) && !word(text[end..].chars().next()) {
+                out.push(Span::pattern(at, end, "NAME", 0.8, "defined_initials"));
             }
         }
     }
@@ -1049,6 +1092,20 @@ mod tests {
         ];
         let found = texts(t, &name_lists(t, &v));
         assert_eq!(found, ["Marjolein", "Baraka", "Ola", "Staś"]);
+    }
+
+    #[test]
+    fn initials_given_to_a_named_person_are_theirs_wherever_they_are_used() {
+        let t = "Interviewer: Laura Benítez (LB) Guest: Tran Thi Mai (TM) Other: Ana Diaz (AB)\n\
+                 LB: And then? TM: We moved. LBW noted. AB: fine. CLC (CLC) stays.";
+        let v = vec![
+            span(t, "Laura Benítez", "NAME"),
+            span(t, "Tran Thi Mai", "NAME"),
+            span(t, "Ana Diaz", "NAME"),
+            span(t, "CLC", "ORGANIZATION"),
+        ];
+        let found = texts(t, &defined_initials(t, &v));
+        assert_eq!(found, ["LB", "LB", "TM", "TM"]);
     }
 
     #[test]
