@@ -2878,13 +2878,35 @@ mod tests {
     }
 
     #[test]
-    fn months_in_lower_case_and_holidays_of_session_32() {
+    fn months_holidays_and_east_asian_names_of_session_32() {
         let t = Recognizers::builtin_with_stand_in_gazetteers();
         for (text, value) in [
             ("Plans to fast for Ramadan (expected", "Ramadan"),
             ("Our Matariki quiz night raised", "Matariki"),
             ("Date: 05/03/2024 (Oaks Day) 19:40", "Oaks Day"),
             ("wie gaat er mee naar koningsdag in Utrecht", "koningsdag"),
+        ] {
+            finds_in(&t, text, "DATE", value);
+        }
+        // Names in Chinese, Japanese and Korean before a title, as a chat's speaker, after a role.
+        for (text, value) in [
+            ("王伟先生，您预订的2024年10月1日", "王伟"),
+            ("开学典礼。 李欣怡妈妈：收到", "李欣怡"),
+            ("担任の高橋先生にも伝えておきます", "高橋"),
+            ("ゆいちゃんも一緒に行っていい？", "ゆい"),
+            ("[김민지] [오후 3:12] 다들 다음주", "김민지"),
+            ("박서연 고객님, 주문하신 상품이", "박서연"),
+            ("배송기사: 김민호 010-5557-2041", "김민호"),
+        ] {
+            finds_in(&t, text, "NAME", value);
+        }
+        for (text, ids) in [
+            ("我妈妈说明天来", &["name_chinese_title"][..]),
+            ("皆さん、お母さん、おばあちゃん、店長さん", &["name_japanese_honorific"]),
+        ] {
+            found_by_none_of(&t, text, ids);
+        }
+        for (text, value) in [
             ("see u on march 3 — mehmet", "march 3"),
             ("tetanus last given in march of 2016 at", "march of 2016"),
             ("Ingeniero de campo (jul 2014 - dic 2018)", "jul 2014"),
