@@ -2902,7 +2902,10 @@ mod tests {
         }
         for (text, ids) in [
             ("我妈妈说明天来", &["name_chinese_title"][..]),
-            ("皆さん、お母さん、おばあちゃん、店長さん", &["name_japanese_honorific"]),
+            (
+                "皆さん、お母さん、おばあちゃん、店長さん",
+                &["name_japanese_honorific"],
+            ),
         ] {
             found_by_none_of(&t, text, ids);
         }

@@ -145,6 +145,13 @@ pub fn recognize(
     if p.speakers {
         let found = speakers::chat_speakers(&text, |label| recognizers.is_common_phrase(label));
         v = with_added(v, found);
+        let found = speakers::speaker_affiliations(
+            &text,
+            &v,
+            |w| recognizers.is_name_and_no_word(w),
+            |p| recognizers.is_common_phrase(p),
+        );
+        v = with_added(v, found);
     }
     if p.propagate {
         let found = propagate(&text, &v, known, |w| {

@@ -43,6 +43,84 @@ const KIN: &[&str] = &[
     "お父さん", "母", "父", "妈妈", "爸爸", "妈", "爸", "奶奶", "爷爷",
 ];
 
+/// What a support chat puts in brackets after a speaker that is a role, not who they work for
+/// ("Dev (Support):", "Chloe (MOH):").
+#[rustfmt::skip]
+const NOT_AFFILIATIONS: &[&str] = &[
+    "tech support", "it support", "customer service", "customer care", "sales", "billing",
+    "admin", "moh", "host", "team lead", "manager", "mod", "staff", "volunteer", "intern",
+    "english", "translated", "translation", "cont", "cont'd", "contd", "edited", "me",
+    "whatsapp", "sms", "email", "e-mail", "telegram", "signal", "messenger", "wechat", "viber",
+];
+
+/// Who a speaker speaks for, in brackets between their name and the colon ("Kim (PetPal): Hi!",
+/// "Dan (PawsAbout Walks): All done", "Anjali (B-304): Noted", "Mamá (Lupita): ok"): the
+/// company or flat they speak from, or their own name after a kin word. A role is none ("Paudie
+/// (Plumber):", "Bia (PM):", "Katrin (Mama von Emil):"). `v` holds the spans found so far;
+/// `is_name(word)` says a word is a given name and no ordinary word, `ordinary(phrase)` that a
+/// phrase is ordinary words.
+pub fn speaker_affiliations(
+    text: &str,
+    v: &[Span],
+    is_name: impl Fn(&str) -> bool,
+    ordinary: impl Fn(&str) -> bool,
+) -> Vec<Span> {
+    let mut out = Vec::new();
+    let mut line_start = 0;
+    for line in text.split_inclusive('\n') {
+        let at = line_start;
+        line_start += line.len();
+        let Some(open) = line.find(" (") else {
+            continue;
+        };
+        let rest = &line[open + 2..];
+        let Some(close) = rest.find(')').filter(|&c| (2..=40).contains(&c)) else {
+            continue;
+        };
+        let inner = &rest[..close];
+        if !rest[close + 1..].starts_with(": ")
+            || !inner.starts_with(|c: char| c.is_uppercase() || c.is_ascii_digit())
+            || inner.contains([':', '(', '/'])
+            || inner.split(' ').count() > 4
+            || NOT_AFFILIATIONS.contains(&inner.to_lowercase().as_str())
+            || NOT_SPEAKERS.contains(&inner.to_lowercase().as_str())
+            || ordinary(inner)
+            || inner.len() <= 3 && inner.bytes().all(|b| b.is_ascii_uppercase())
+            || inner.to_lowercase().contains("floor")
+            || inner
+                .split(' ')
+                .next()
+                .is_some_and(|w| KIN.contains(&w.to_lowercase().as_str()))
+        {
+            continue;
+        }
+        // The speaker: a name found before the bracket, or a kin word opening the line.
+        let before = at + open;
+        let head = line[..open].trim_start();
+        let named = v.iter().any(|s| {
+            s.end == before && crate::deid::canonical_label(&s.label).hipaa_class == "A_NAMES"
+        });
+        let kin = KIN.contains(&head.to_lowercase().as_str());
+        if !(named || kin) {
+            continue;
+        }
+        let start = before + 2;
+        let label = if is_name(inner) {
+            "NAME"
+        } else {
+            "ORGANIZATION"
+        };
+        out.push(Span::pattern(
+            start,
+            start + inner.len(),
+            label,
+            0.7,
+            "speaker_affiliation",
+        ));
+    }
+    out
+}
+
 /// Longest label word, in characters.
 const MAX_WORD: usize = 20;
 
@@ -324,5 +402,35 @@ mod tests {
         assert!(found(mail).is_empty());
         // A time and a URL are not labels; a label needs text after it.
         assert!(found("Call at 10:30: ok\nhttps://x.org\nAna:\nAna:\nLeo:\nLeo:\n").is_empty());
+    }
+
+    #[test]
+    fn who_a_speaker_speaks_for_is_theirs_but_a_role_is_not() {
+        let text = "Kim (PetPal): Hi! Happy to help.\nMon 08:15 – Dan (PawsAbout Walks): Morning\n\
+                    Mamá (Lupita): ok mijo\nPaudie (Plumber): All done\nBia (PM): lembrar\n\
+                    Katrin (Mama von Emil): Guten Morgen\nJo (WhatsApp): sent\n\
+                    Customer (Putri W.): hi\n";
+        let v: Vec<Span> = ["Kim", "Dan", "Paudie", "Bia", "Katrin", "Jo"]
+            .iter()
+            .map(|w| Span::model_at(text, w, "NAME"))
+            .collect();
+        let spans = speaker_affiliations(
+            text,
+            &v,
+            |w| w == "Lupita",
+            |p| ["Plumber", "Customer"].contains(&p),
+        );
+        let got: Vec<(&str, &str)> = spans
+            .iter()
+            .map(|s| (&text[s.start..s.end], s.label.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("PetPal", "ORGANIZATION"),
+                ("PawsAbout Walks", "ORGANIZATION"),
+                ("Lupita", "NAME")
+            ]
+        );
     }
 }

@@ -361,7 +361,11 @@ pub fn defined_initials(text: &str, v: &[Span]) -> Vec<Span> {
             .collect();
         let code = &rest[..len];
         let all: String = initials.iter().collect();
-        let first_last: String = initials.first().into_iter().chain(initials.last()).collect();
+        let first_last: String = initials
+            .first()
+            .into_iter()
+            .chain(initials.last())
+            .collect();
         if (code == all || code == first_last) && !codes.contains(&code) {
             codes.push(code);
         }
