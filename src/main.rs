@@ -57,7 +57,8 @@ struct EvalArgs {
     /// probe-general-7, probe-prompts-7, probe-notes-8, probe-general-8, probe-notes-9,
     /// probe-general-9, probe-notes-10, probe-general-10, probe-notes-11, probe-general-11,
     /// probe-notes-12, probe-general-12, heldout-clinical, heldout-general, heldout-2-clinical,
-    /// heldout-2-general, i2b2-philter, presidio-dev, presidio-test.
+    /// heldout-2-general, heldout-3-clinical, heldout-3-general, i2b2-philter, presidio-dev,
+    /// presidio-test.
     #[arg(long = "set", default_value = "all")]
     sets: Vec<String>,
     /// Folder holding the committed sets (`deid_eval.jsonl`, `asq-phi/`, `probes/`).

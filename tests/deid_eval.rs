@@ -67,7 +67,8 @@ fn safe_harbor_recall_on_the_synthetic_corpus() {
 /// probe sets (tests/data/probes) were written blind to the recognizers and then tuned on: a
 /// regression floor like the synthetic corpus. The held-out probe sets (`heldout-*`) were
 /// written blind and never looked at: `heldout-clinical` and `heldout-general` after session
-/// 16's changes, `heldout-2-*` during session 17, first measured at its end. `probe-notes-4`
+/// 16's changes, `heldout-2-*` during session 17, first measured at its end, `heldout-3-*`
+/// during session 32, first measured at its end. `probe-notes-4`
 /// and `probe-general-4` were written blind in session 18, `probe-notes-5` and
 /// `probe-general-5` in session 19, `probe-notes-6`, `probe-general-6` and `probe-places-6` in
 /// session 20, `probe-notes-7`, `probe-general-7` and `probe-prompts-7` in session 21,
@@ -75,40 +76,42 @@ fn safe_harbor_recall_on_the_synthetic_corpus() {
 /// session 23, `probe-notes-10` and `probe-general-10` in session 24, `probe-notes-11` and
 /// `probe-general-11` in session 25, `probe-notes-12` and `probe-general-12` in session 26, and
 /// then tuned on.
-const SET_FLOORS: [(&str, f64, f64, usize); 36] = [
+const SET_FLOORS: [(&str, f64, f64, usize); 38] = [
     ("asq-phi-dev", 0.985, 0.982, 1),
     ("asq-phi-test", 0.978, 0.987, 3),
     ("probe-clinical", 0.977, 0.945, 21),
-    ("probe-general", 0.944, 0.95, 52),
+    ("probe-general", 0.944, 0.95, 50),
     ("probe-queries", 0.986, 0.925, 6),
-    ("probe-notes", 0.971, 0.943, 24),
+    ("probe-notes", 0.971, 0.943, 23),
     ("probe-general-2", 0.947, 0.917, 41),
-    ("probe-notes-3", 0.975, 0.935, 26),
-    ("probe-general-3", 0.914, 0.911, 68),
-    ("probe-notes-4", 0.931, 0.922, 84),
-    ("probe-general-4", 0.894, 0.909, 102),
-    ("probe-notes-5", 0.956, 0.932, 45),
+    ("probe-notes-3", 0.975, 0.935, 25),
+    ("probe-general-3", 0.914, 0.911, 67),
+    ("probe-notes-4", 0.931, 0.922, 82),
+    ("probe-general-4", 0.894, 0.909, 101),
+    ("probe-notes-5", 0.956, 0.932, 43),
     ("probe-general-5", 0.89, 0.914, 109),
-    ("probe-notes-6", 0.954, 0.912, 52),
-    ("probe-general-6", 0.93, 0.932, 78),
-    ("probe-places-6", 0.979, 0.957, 20),
+    ("probe-notes-6", 0.954, 0.912, 50),
+    ("probe-general-6", 0.93, 0.932, 77),
+    ("probe-places-6", 0.979, 0.957, 19),
     ("probe-notes-7", 0.96, 0.939, 47),
-    ("probe-general-7", 0.902, 0.929, 132),
+    ("probe-general-7", 0.902, 0.929, 124),
     ("probe-prompts-7", 0.918, 0.937, 86),
-    ("probe-notes-8", 0.947, 0.944, 64),
-    ("probe-general-8", 0.896, 0.922, 127),
-    ("probe-notes-9", 0.945, 0.922, 68),
-    ("probe-general-9", 0.886, 0.907, 268),
-    ("probe-notes-10", 0.916, 0.9, 100),
-    ("probe-general-10", 0.904, 0.91, 180),
-    ("probe-notes-11", 0.934, 0.908, 116),
-    ("probe-general-11", 0.862, 0.879, 289),
-    ("probe-notes-12", 0.933, 0.926, 127),
-    ("probe-general-12", 0.914, 0.919, 223),
+    ("probe-notes-8", 0.947, 0.944, 62),
+    ("probe-general-8", 0.896, 0.922, 119),
+    ("probe-notes-9", 0.945, 0.922, 67),
+    ("probe-general-9", 0.886, 0.907, 259),
+    ("probe-notes-10", 0.916, 0.9, 93),
+    ("probe-general-10", 0.904, 0.91, 170),
+    ("probe-notes-11", 0.934, 0.908, 107),
+    ("probe-general-11", 0.862, 0.879, 265),
+    ("probe-notes-12", 0.933, 0.926, 117),
+    ("probe-general-12", 0.914, 0.919, 218),
     ("heldout-clinical", 0.968, 0.913, 16),
     ("heldout-general", 0.963, 0.882, 16),
     ("heldout-2-clinical", 0.961, 0.932, 21),
-    ("heldout-2-general", 0.918, 0.882, 38),
+    ("heldout-2-general", 0.918, 0.882, 37),
+    ("heldout-3-clinical", 0.889, 0.898, 168),
+    ("heldout-3-general", 0.876, 0.886, 206),
     ("i2b2-philter", 0.999, 0.997, 0),
     ("presidio-dev", 0.991, 0.885, 11),
     ("presidio-test", 0.974, 0.85, 24),

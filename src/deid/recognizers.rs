@@ -2900,8 +2900,22 @@ mod tests {
         ] {
             finds_in(&t, text, "NAME", value);
         }
+        // A business before the kind of place it is.
+        for (text, value) in [
+            (
+                "working at the Duke Energy plant out by Seneca",
+                "Duke Energy",
+            ),
+            (
+                "send to the Hornbacher's pharmacy on 32nd Ave",
+                "Hornbacher's",
+            ),
+        ] {
+            finds_in(&t, text, "ORGANIZATION", value);
+        }
         for (text, ids) in [
             ("我妈妈说明天来", &["name_chinese_title"][..]),
+            ("payslips in the HR portal", &["business_before_its_kind"]),
             (
                 "皆さん、お母さん、おばあちゃん、店長さん",
                 &["name_japanese_honorific"],

@@ -28,7 +28,7 @@ const COMMITTED: [&str; 3] = ["synthetic", "asq-phi-dev", "asq-phi-test"];
 /// Probe sets committed under `tests/data/probes`, as (name, file, source, tuned on): text
 /// written for this project by sessions that never read the recognizers, then tuned on, or held
 /// out (see its README).
-const PROBES: [(&str, &str, &str, bool); 32] = [
+const PROBES: [(&str, &str, &str, bool); 34] = [
     (
         "probe-clinical",
         "probes/clinical.jsonl",
@@ -290,6 +290,21 @@ const PROBES: [(&str, &str, &str, bool); 32] = [
         "probes/heldout_2_general.jsonl",
         "200 general-language texts (20% not English, 37 with no personal data) written blind to \
          the recognizers during session 17 and never looked at: held out",
+        false,
+    ),
+    (
+        "heldout-3-clinical",
+        "probes/heldout_3_clinical.jsonl",
+        "100 clinical documents (60 US, 40 from twenty other countries) written blind to the \
+         recognizers during session 32 and never looked at: held out",
+        false,
+    ),
+    (
+        "heldout-3-general",
+        "probes/heldout_3_general.jsonl",
+        "160 general-language texts (forty kinds, about thirty countries, a quarter partly in \
+         other languages, 20 with no personal data) written blind to the recognizers during \
+         session 32 and never looked at: held out",
         false,
     ),
 ];
