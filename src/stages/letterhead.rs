@@ -132,23 +132,22 @@ fn title_line(text: &str, v: &[Span]) -> Option<Vec<Span>> {
     // A line alone heads the text only when more follows it.
     let cut = dash.or_else(|| (!more.trim().is_empty()).then_some(line.len()))?;
     let mut len = name_length(&line[..cut])?;
-    let mut at_words = words_at(&line[..len]);
-    let lower = |w: &str| w.trim_end_matches([',', '.']).to_lowercase();
-    // Read before a whole line is cut to its name: "POISON CENTER CASE RECORD" is a document's.
-    let document = at_words
+    let at_words = words_at(&line[..len]);
+    let mut words: Vec<String> = at_words
         .iter()
-        .any(|(_, w)| DOCUMENT.contains(&lower(w).as_str()));
+        .map(|(_, w)| w.trim_end_matches([',', '.']).to_lowercase())
+        .collect();
+    // Read before a whole line is cut to its name: "POISON CENTER CASE RECORD" is a document's.
+    let document = words.iter().any(|w| DOCUMENT.contains(&w.as_str()));
     if dash.is_none() {
         // A whole line ends its name at its last word for a body.
-        let last = at_words.iter().rposition(|(_, w)| {
-            let w = lower(w);
-            BODIES.contains(&w.as_str()) || SERVICES.contains(&w.as_str())
-        })?;
-        at_words.truncate(last + 1);
+        let last = words
+            .iter()
+            .rposition(|w| BODIES.contains(&w.as_str()) || SERVICES.contains(&w.as_str()))?;
+        words.truncate(last + 1);
         let (at, w) = at_words[last];
         len = at + w.trim_end_matches(',').len();
     }
-    let words: Vec<String> = at_words.iter().map(|(_, w)| lower(w)).collect();
     // A line addressed to someone names its addressee ("To Summit Coast Bank Bereavement Team").
     if words.first().is_some_and(|w| {
         matches!(

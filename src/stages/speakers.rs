@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 
 use super::span::Span;
+use crate::deid::canonical_label;
 
 /// Short labels that open lines in notes and e-mails, and the roles of a support chat or an
 /// interview in other languages, which name no one.
@@ -78,28 +79,27 @@ pub fn speaker_affiliations(
             continue;
         };
         let inner = &rest[..close];
+        let lower = inner.to_lowercase();
         if !rest[close + 1..].starts_with(": ")
             || !inner.starts_with(|c: char| c.is_uppercase() || c.is_ascii_digit())
             || inner.contains([':', '(', '/'])
             || inner.split(' ').count() > 4
-            || NOT_AFFILIATIONS.contains(&inner.to_lowercase().as_str())
-            || NOT_SPEAKERS.contains(&inner.to_lowercase().as_str())
+            || NOT_AFFILIATIONS.contains(&lower.as_str())
+            || NOT_SPEAKERS.contains(&lower.as_str())
             || ordinary(inner)
             || inner.len() <= 3 && inner.bytes().all(|b| b.is_ascii_uppercase())
-            || inner.to_lowercase().contains("floor")
-            || inner
-                .split(' ')
-                .next()
-                .is_some_and(|w| KIN.contains(&w.to_lowercase().as_str()))
+            || lower.contains("floor")
+            || lower.split(' ').next().is_some_and(|w| KIN.contains(&w))
         {
             continue;
         }
-        // The speaker: a name found before the bracket, or a kin word opening the line.
+        // The speaker: a name found before the bracket (`v` is sorted and disjoint), or a kin
+        // word opening the line.
         let before = at + open;
         let head = line[..open].trim_start();
-        let named = v.iter().any(|s| {
-            s.end == before && crate::deid::canonical_label(&s.label).hipaa_class == "A_NAMES"
-        });
+        let named = v
+            .binary_search_by_key(&before, |s| s.end)
+            .is_ok_and(|i| canonical_label(&v[i].label).hipaa_class == "A_NAMES");
         let kin = KIN.contains(&head.to_lowercase().as_str());
         if !(named || kin) {
             continue;
