@@ -431,6 +431,12 @@ impl Recognizers {
         self.is_listed_name(word) && !self.is_common_word(word)
     }
 
+    /// Whether the name lists are loaded and none holds `word`: "HTN", "Zantac"; not "Lee".
+    /// False without the lists.
+    pub fn is_unlisted_name(&self, word: &str) -> bool {
+        self.ordinary.is_some() && !self.is_listed_name(word)
+    }
+
     /// Whether `word` is in one of the name lists that keep a word from being ordinary.
     fn is_listed_name(&self, word: &str) -> bool {
         self.ordinary
@@ -2939,6 +2945,29 @@ mod tests {
             ("a set of 2024 cards", &["date_month_year_any_case"]),
         ] {
             found_by_none_of(&t, text, ids);
+        }
+    }
+
+    #[test]
+    fn a_coined_word_before_a_trade_names_a_company() {
+        let t = Recognizers::builtin_with_stand_in_gazetteers();
+        for (text, value) in [
+            (
+                "Works in a silk weaving unit (Kamakshi Silks). O/E",
+                "Kamakshi Silks",
+            ),
+            ("I work for Ledgerline Payments now", "Ledgerline Payments"),
+        ] {
+            finds_in(&t, text, "ORGANIZATION", value);
+        }
+        // An ordinary word before the trade is a discipline or a product; a role after it makes
+        // a certification.
+        for text in [
+            "Senior Software Engineer, 6 years",
+            "River Tours leave at noon",
+            "Certifications: AWS Solutions Architect Associate",
+        ] {
+            found_by_none_of(&t, text, &["business_coined_trade"]);
         }
     }
 

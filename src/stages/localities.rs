@@ -236,11 +236,7 @@ fn classify(piece: &str, start: usize) -> Field {
         && words
             .iter()
             .all(|w| capitalized(w) || PARTICLES.contains(w));
-    let not_locality = |w: &&str| {
-        let w = w.trim_end_matches('.');
-        NOT_LOCALITIES.iter().any(|n| n.eq_ignore_ascii_case(w))
-    };
-    if !shaped || words.iter().any(not_locality) {
+    if !shaped || words.iter().any(|w| is_not_locality(w)) {
         return Field::Other;
     }
     // Codes and one abbreviated word are states' and provinces' ("IL.", "Jal.").
@@ -255,6 +251,12 @@ fn classify(piece: &str, start: usize) -> Field {
         _ => piece.len(),
     };
     Field::Candidate(start, start + len)
+}
+
+/// Whether `word` (a trailing dot aside, any case) is a field's, a title's or a department's.
+pub(super) fn is_not_locality(word: &str) -> bool {
+    let w = word.trim_end_matches('.');
+    NOT_LOCALITIES.iter().any(|n| n.eq_ignore_ascii_case(w))
 }
 
 /// One chain of fields: the fields between separators, with whether an address label opened it

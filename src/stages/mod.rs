@@ -6,6 +6,7 @@
 //! Each stage takes one item type and yields another; `pipeline` checks their order at start-up.
 
 pub mod aggregate;
+pub mod before_towns;
 pub mod branch_towns;
 pub mod hl7;
 pub mod infer;

@@ -24,6 +24,7 @@
 //! rules drop whole ones (a value inside an HL7 code, a name of ordinary words, a greeting, a
 //! title alone, a public office, outside a note a lone lower-case word taken for a town).
 
+use super::before_towns;
 use super::branch_towns;
 use super::hl7;
 use super::letterhead;
@@ -181,6 +182,8 @@ pub fn recognize(
     v = with_added(v, towns);
     let localities = localities::address_localities(&text, &v, |f| recognizers.is_common_phrase(f));
     v = with_added(v, localities);
+    let before = before_towns::places_before_towns(&text, &v, |f| recognizers.is_common_phrase(f));
+    v = with_added(v, before);
     v = structure::join_address_parts(&text, v);
     if p.whole_places {
         let lower = places::lower_case_places(&text);
@@ -198,6 +201,11 @@ pub fn recognize(
     drop_greetings(&text, &mut v);
     trim_name_edges(&text, &mut v, recognizers);
     drop_public_figures(&text, &mut v);
+    v.retain(|s| {
+        // "Carrera 68D # 24-50": a Colombian house number.
+        let numbered = text[..s.start].trim_end().ends_with('#');
+        is_dated(s) || numbered || !is_range(&text[s.start..s.end])
+    });
     drop_sentence_dots(&text, &mut v);
     spans.spans = v;
     spans
@@ -271,6 +279,25 @@ fn drop_public_figures(text: &str, v: &mut Vec<Span>) {
     });
 }
 
+/// Whether a span is a date, a time or an age, whose "10-26" is a month and a day.
+fn is_dated(s: &Span) -> bool {
+    canonical_label(&s.label).hipaa_class == "C_DATES"
+}
+
+/// Two numbers of two or three digits each, the second larger, joined by a hyphen: a range
+/// ("Hb 104 g/L (115-165)", "BG 140-180", "36-41 cm"), not a number that names anything. Polish
+/// postcodes ("30-110"), extensions ("4-4471") and record numbers ("2208-7714") have parts of
+/// different lengths or of four digits; a house number after "#" is kept by the caller.
+fn is_range(t: &str) -> bool {
+    let Some((a, b)) = t.split_once('-') else {
+        return false;
+    };
+    let number = |n: &str| {
+        (2..=3).contains(&n.len()) && n.bytes().all(|c| c.is_ascii_digit()) && !n.starts_with('0')
+    };
+    number(a) && number(b) && a.len() == b.len() && b > a
+}
+
 /// Takes a sentence's full stop off the end of a span ("near Ridgewood Avenue." → "Ridgewood
 /// Avenue"), which the model's last token often holds; an abbreviation keeps its dot ("Main St.",
 /// "Jr.").
@@ -337,7 +364,8 @@ const NAME_PARTICLES: &[&str] = &[
 /// Takes off a name's edges what names no one: a greeting ("Hi Grant"), a title or form of
 /// address ("Herr Brandt", "Ayşe Hanım"), a word before a comma that is no name ("Perfect,
 /// Hannah", "I, Evelyn Price"), a lower-case ordinary word before a capitalized name ("tell
-/// Bartek"). A span that is only a title goes.
+/// Bartek"), a lower-case English word after it ("Blake drains"). A span that is only a title
+/// goes.
 fn trim_name_edges(text: &str, v: &mut Vec<Span>, recognizers: &Recognizers) {
     let title = |w: &str| HONORIFICS.contains(&w.trim_end_matches('.'));
     for s in v.iter_mut().filter(|s| is_name(s)) {
@@ -364,6 +392,18 @@ fn trim_name_edges(text: &str, v: &mut Vec<Span>, recognizers: &Recognizers) {
         let t = &text[s.start..s.end];
         if let Some((head, last)) = t.rsplit_once(' ')
             && HONORIFICS_AFTER.contains(&last)
+            && !head.trim().is_empty()
+        {
+            s.end = s.start + head.trim_end().len();
+        }
+        // "Blake drains", "Kolisi shook my hand": a lower-case English word after a capitalized
+        // name is the sentence going on; a surname written in lower case ("Juan perez") is no
+        // English word, and names in lower case throughout are left whole.
+        while let Some((head, last)) = text[s.start..s.end].rsplit_once(' ')
+            && text[s.start..s.end].starts_with(char::is_uppercase)
+            && last.chars().all(char::is_lowercase)
+            && !NAME_PARTICLES.contains(&last)
+            && recognizers.is_common_word(last)
             && !head.trim().is_empty()
         {
             s.end = s.start + head.trim_end().len();
@@ -430,6 +470,24 @@ fn is_greeting_or_field(s: &str) -> bool {
     GREETINGS_AND_FIELDS.contains(&word.as_str())
 }
 
+/// An acronym of two to five capitals that no name list holds ("HTN", "TAVR", "CRNA"; not
+/// "PAM" or "SMITH", names written in capitals).
+fn is_unlisted_acronym(word: &str, recognizers: &Recognizers) -> bool {
+    (2..=5).contains(&word.len())
+        && word.bytes().all(|b| b.is_ascii_uppercase())
+        && recognizers.is_unlisted_name(word)
+}
+
+/// One word and a grade in Roman numerals: a score, a class or a scale ("ASA III", "Hinchey
+/// III", "NYHA II", "Salter-Harris II"). A person's generational suffix follows a whole name,
+/// whose other part stands beside it.
+fn is_graded_term(phrase: &str) -> bool {
+    const GRADES: &[&str] = &["I", "II", "III", "IV", "V", "VI"];
+    phrase.split_once(' ').is_some_and(|(word, grade)| {
+        word.starts_with(char::is_uppercase) && GRADES.contains(&grade)
+    })
+}
+
 /// Drops the model's one-word names that are ordinary words ([`Recognizers::is_ordinary_word`])
 /// and stand alone: a word beside another name ("Calliope Romani") is part of that name, unless
 /// that one is an ordinary word too ("Vital Signs"). `v` is sorted by start.
@@ -439,7 +497,9 @@ fn drop_ordinary_word_names(text: &str, v: &mut Vec<Span>, recognizers: &Recogni
         .map(|s| {
             s.source == Source::Model
                 && is_name(s)
-                && recognizers.is_ordinary_phrase(&text[s.start..s.end])
+                && (recognizers.is_ordinary_phrase(&text[s.start..s.end])
+                    || is_unlisted_acronym(&text[s.start..s.end], recognizers)
+                    || is_graded_term(&text[s.start..s.end]))
         })
         .collect();
     // `v[i]` and its neighbour `v[j]` are parts of one name, the neighbour no ordinary word.
@@ -1160,6 +1220,32 @@ mod tests {
     }
 
     #[test]
+    fn ranges_are_no_identifiers_but_postcodes_extensions_and_house_numbers_are() {
+        for t in ["115-165", "36-41", "140-180"] {
+            assert!(is_range(t), "{t}");
+        }
+        for t in [
+            "30-110",
+            "4-4471",
+            "2208-7714",
+            "165-115",
+            "00-514",
+            "10-10",
+            "1-2",
+        ] {
+            assert!(!is_range(t), "{t}");
+        }
+        let table = Recognizers::builtin_with_stand_in_gazetteers();
+        let t = "Hb 104 g/L (115-165). Carrera 68D # 24-50, Modelia.";
+        let at = |w: &str, label: &str| Span::model_at(t, w, label);
+        let spans = vec![at("115-165", "ZIP_CODE"), at("24-50", "BUILDING_NUMBER")];
+        let got = run_with(&table, t, spans, SWEEP);
+        let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
+        assert!(!texts.contains(&"115-165"), "{texts:?}");
+        assert!(texts.iter().any(|v| v.contains("24-50")), "{texts:?}");
+    }
+
+    #[test]
     fn ordinary_words_are_no_names_unless_a_name_stands_beside_them() {
         let table = Recognizers::builtin_with_stand_in_gazetteers();
         let t = "ABDOMEN: soft. GI prophylaxis: Zantac. Under my partner's name Calliope Romani.";
@@ -1178,6 +1264,19 @@ mod tests {
         let got = run_with(&table, t, vec![], SWEEP);
         let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
         assert_eq!(texts, ["Provider Smith"]);
+        // An acronym no name list holds is a term, and so is a word with a grade; a listed name
+        // in capitals stays.
+        let t = "Known HTN. Report from CRNA; JOHN at bedside. ASA III.";
+        let at = |w: &str, label: &str| Span::model_at(t, w, label);
+        let spans = vec![
+            at("HTN", "GIVEN_NAME"),
+            at("CRNA", "SURNAME"),
+            at("JOHN", "GIVEN_NAME"),
+            at("ASA III", "GIVEN_NAME"),
+        ];
+        let got = run_with(&table, t, spans, SWEEP);
+        let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
+        assert_eq!(texts, ["JOHN"]);
     }
 
     #[test]

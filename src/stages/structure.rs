@@ -152,6 +152,44 @@ fn initial(s: &str) -> Option<usize> {
         .then_some(1 + c.len_utf8() + dot)
 }
 
+/// ` "Ben"`, ` ("A.J.")`, ` (Dunbar)` or ` “Bud”` at the start of `s`: one word of letters
+/// (dots inside) in quotes, brackets or both; its length in bytes.
+fn bracketed_word(s: &str) -> Option<usize> {
+    const PAIRS: [(&str, &str); 5] = [
+        ("(\"", "\")"),
+        ("(“", "”)"),
+        ("(", ")"),
+        ("\"", "\""),
+        ("“", "”"),
+    ];
+    let rest = s.strip_prefix(' ')?;
+    let (open, close) = PAIRS.iter().find(|(open, _)| rest.starts_with(open))?;
+    let body = &rest[open.len()..];
+    let word = &body[..body.find(close)?];
+    let n = word.chars().count();
+    let shaped = (2..=15).contains(&n)
+        && word.starts_with(char::is_uppercase)
+        && word.chars().all(|c| c.is_alphabetic() || c == '.');
+    shaped.then_some(1 + open.len() + word.len() + close.len())
+}
+
+/// A surname at the start of `s`: a capitalized word of letters, apostrophes and hyphens with a
+/// lower-case letter, capitals inside allowed ("MacNeil", "Wójcik-Nowak"), and no month,
+/// weekday or word that follows names ([`NOT_SURNAMES`]); its length in bytes.
+fn surname_word(s: &str) -> Option<usize> {
+    let end = s
+        .char_indices()
+        .find(|(_, c)| !(c.is_alphabetic() || matches!(c, '\'' | '’' | '-')))
+        .map_or(s.len(), |(i, _)| i);
+    let word = s[..end].trim_end_matches(['\'', '’', '-']);
+    let glued = s[end..].chars().next().is_some_and(char::is_alphanumeric);
+    let ordinary = NOT_SURNAMES.contains(&word)
+        || dates::MONTHS_FULL.contains(&word)
+        || dates::WEEKDAYS_FULL.contains(&word);
+    let shaped = word.starts_with(char::is_uppercase) && word.chars().any(char::is_lowercase);
+    (shaped && !glued && !ordinary).then_some(word.len())
+}
+
 /// Extends given names forward over their surname and initialled names back over their given
 /// name (see the module docs).
 pub fn extend_names(text: &str, v: &mut [Span]) {
@@ -161,6 +199,16 @@ pub fn extend_names(text: &str, v: &mut [Span]) {
             continue;
         }
         let inner = &text[s.start..s.end];
+        // "Benjamin \"Ben\" Hollis", "Ruth (Dunbar) Sawyer": a nickname or a maiden name in
+        // quotes or brackets between a given name and its surname.
+        if !inner.contains(char::is_whitespace)
+            && let Some(gap) = bracketed_word(&text[s.end..])
+            && let Some(word) = text[s.end + gap..].strip_prefix(' ').and_then(surname_word)
+        {
+            s.end += gap + 1 + word;
+            s.label = "NAME".into();
+            continue;
+        }
         if label.name == "FIRST_NAME" && !inner.contains(char::is_whitespace) {
             let rest = &text[s.end..];
             let skip = initial(rest).unwrap_or(0);
@@ -1040,6 +1088,32 @@ mod tests {
                 ("Xzavian G. Tavares".into(), "NAME".into()),
             ]
         );
+    }
+
+    #[test]
+    fn a_nickname_or_a_maiden_name_in_brackets_leads_to_the_surname() {
+        let t = "Benjamin \"Ben\" Hollis and Mary (MacKinnon) MacNeil; Aurèle (\"A.J.\") Theriault";
+        let mut v = vec![
+            span(t, "Benjamin", "FIRST_NAME"),
+            span(t, "Mary", "NAME"),
+            span(t, "Aurèle", "FIRST_NAME"),
+        ];
+        extend_names(t, &mut v);
+        assert_eq!(
+            texts(t, &v),
+            [
+                "Benjamin \"Ben\" Hollis",
+                "Mary (MacKinnon) MacNeil",
+                "Aurèle (\"A.J.\") Theriault"
+            ]
+        );
+        // A weekday after the bracket, lower case in it.
+        for t in ["with Maria (Interpreter) Monday", "Maria (wife) Lopez"] {
+            let at = t.find(" (").expect("bracket");
+            let mut v = vec![Span::model(at - 4, at, "FIRST_NAME", 0.9)];
+            extend_names(t, &mut v);
+            assert_eq!(v[0].end, at, "{t}");
+        }
     }
 
     #[test]
