@@ -201,11 +201,7 @@ pub fn recognize(
     drop_greetings(&text, &mut v);
     trim_name_edges(&text, &mut v, recognizers);
     drop_public_figures(&text, &mut v);
-    v.retain(|s| {
-        // "Carrera 68D # 24-50": a Colombian house number.
-        let numbered = text[..s.start].trim_end().ends_with('#');
-        is_dated(s) || numbered || !is_range(&text[s.start..s.end])
-    });
+    drop_ranges(&text, &mut v);
     drop_sentence_dots(&text, &mut v);
     spans.spans = v;
     spans
@@ -279,15 +275,20 @@ fn drop_public_figures(text: &str, v: &mut Vec<Span>) {
     });
 }
 
-/// Whether a span is a date, a time or an age, whose "10-26" is a month and a day.
-fn is_dated(s: &Span) -> bool {
-    canonical_label(&s.label).hipaa_class == "C_DATES"
+/// Drops the spans that are a range of numbers ([`is_range`]), unless they are a date, whose
+/// "10-26" is a month and a day, or a house number after "#" ("Carrera 68D # 24-50").
+fn drop_ranges(text: &str, v: &mut Vec<Span>) {
+    v.retain(|s| {
+        !is_range(&text[s.start..s.end])
+            || canonical_label(&s.label).hipaa_class == "C_DATES"
+            || text[..s.start].trim_end().ends_with('#')
+    });
 }
 
 /// Two numbers of two or three digits each, the second larger, joined by a hyphen: a range
 /// ("Hb 104 g/L (115-165)", "BG 140-180", "36-41 cm"), not a number that names anything. Polish
 /// postcodes ("30-110"), extensions ("4-4471") and record numbers ("2208-7714") have parts of
-/// different lengths or of four digits; a house number after "#" is kept by the caller.
+/// different lengths or of four digits.
 fn is_range(t: &str) -> bool {
     let Some((a, b)) = t.split_once('-') else {
         return false;
@@ -495,11 +496,12 @@ fn drop_ordinary_word_names(text: &str, v: &mut Vec<Span>, recognizers: &Recogni
     let ordinary: Vec<bool> = v
         .iter()
         .map(|s| {
+            let t = &text[s.start..s.end];
             s.source == Source::Model
                 && is_name(s)
-                && (recognizers.is_ordinary_phrase(&text[s.start..s.end])
-                    || is_unlisted_acronym(&text[s.start..s.end], recognizers)
-                    || is_graded_term(&text[s.start..s.end]))
+                && (recognizers.is_ordinary_phrase(t)
+                    || is_unlisted_acronym(t, recognizers)
+                    || is_graded_term(t))
         })
         .collect();
     // `v[i]` and its neighbour `v[j]` are parts of one name, the neighbour no ordinary word.

@@ -106,6 +106,14 @@ const NOT_SURNAMES: &[&str] = &[
     "Hi",
 ];
 
+/// A word that follows a name and is none ([`NOT_SURNAMES`]), a month or a weekday: "Asked Anna
+/// Monday", "Maria (Interpreter) Monday".
+fn follows_names(word: &str) -> bool {
+    NOT_SURNAMES.contains(&word)
+        || dates::MONTHS_FULL.contains(&word)
+        || dates::WEEKDAYS_FULL.contains(&word)
+}
+
 /// A capitalized word (an uppercase letter, then lowercase letters, apostrophes or hyphens) at
 /// the start of `s`; its length in bytes.
 fn capitalized_word(s: &str) -> Option<usize> {
@@ -120,10 +128,7 @@ fn capitalized_word(s: &str) -> Option<usize> {
     let word = &s[..end];
     let lower = word.chars().filter(|c| c.is_lowercase()).count();
     let glued = s[end..].chars().next().is_some_and(char::is_alphanumeric);
-    let ordinary = NOT_SURNAMES.contains(&word)
-        || dates::MONTHS_FULL.contains(&word)
-        || dates::WEEKDAYS_FULL.contains(&word);
-    (lower >= 1 && !glued && !ordinary).then_some(end)
+    (lower >= 1 && !glued && !follows_names(word)).then_some(end)
 }
 
 /// The start of the word (letters, apostrophes, hyphens) that ends `s`, if one does.
@@ -174,8 +179,8 @@ fn bracketed_word(s: &str) -> Option<usize> {
 }
 
 /// A surname at the start of `s`: a capitalized word of letters, apostrophes and hyphens with a
-/// lower-case letter, capitals inside allowed ("MacNeil", "Wójcik-Nowak"), and no month,
-/// weekday or word that follows names ([`NOT_SURNAMES`]); its length in bytes.
+/// lower-case letter, capitals inside allowed ("MacNeil", "Wójcik-Nowak"), that does not
+/// [`follows_names`]; its length in bytes.
 fn surname_word(s: &str) -> Option<usize> {
     let end = s
         .char_indices()
@@ -183,11 +188,8 @@ fn surname_word(s: &str) -> Option<usize> {
         .map_or(s.len(), |(i, _)| i);
     let word = s[..end].trim_end_matches(['\'', '’', '-']);
     let glued = s[end..].chars().next().is_some_and(char::is_alphanumeric);
-    let ordinary = NOT_SURNAMES.contains(&word)
-        || dates::MONTHS_FULL.contains(&word)
-        || dates::WEEKDAYS_FULL.contains(&word);
     let shaped = word.starts_with(char::is_uppercase) && word.chars().any(char::is_lowercase);
-    (shaped && !glued && !ordinary).then_some(word.len())
+    (shaped && !glued && !follows_names(word)).then_some(word.len())
 }
 
 /// Extends given names forward over their surname and initialled names back over their given
