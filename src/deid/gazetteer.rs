@@ -40,6 +40,11 @@ impl Gazetteer {
         self.entries.is_empty()
     }
 
+    /// The entries, in upper case.
+    pub fn entries(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|e| &**e)
+    }
+
     /// Whether `s` is listed (case-insensitive, tabs read as spaces). ASCII text, the usual
     /// case, is folded in a stack buffer: no allocation per lookup.
     pub fn contains(&self, s: &str) -> bool {

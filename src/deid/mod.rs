@@ -8,6 +8,7 @@ mod labels;
 pub(crate) mod prefilter;
 mod recognizers;
 mod regex_sets;
+mod script_places;
 mod validators;
 
 pub use labels::{CANONICAL, CanonicalLabel, HIPAA_CLASSES, canonical_label, is_canonical};

@@ -13,6 +13,7 @@ use super::gazetteer::Gazetteer;
 use super::labels;
 use super::prefilter::Prefilter;
 use super::regex_sets::RegexSets;
+use super::script_places::ScriptPlaces;
 use super::validators::Validator;
 
 /// Why a recognizer file was refused.
@@ -46,8 +47,23 @@ struct FileSpec {
     /// Gazetteers of towns, for the stage rules that find a town by what stands around it (see
     /// [`Recognizers::is_listed_town`]).
     town_lists: Option<Vec<String>>,
+    /// Places named in scripts other than Latin, found by a list rather than a pattern (see
+    /// [`ScriptPlaces`]).
+    script_places: Option<ScriptPlacesSpec>,
     #[serde(default)]
     pattern: Vec<PatternSpec>,
+}
+
+/// What a place found by [`ScriptPlaces`] is reported as: the gazetteer and a pattern's fields.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptPlacesSpec {
+    id: String,
+    list: String,
+    label: String,
+    score: f32,
+    #[serde(default)]
+    priority: i32,
 }
 
 /// A text is clinical when at least `min_cues` different words of `cues` occur in it as whole
@@ -207,6 +223,8 @@ pub struct Recognizers {
     clinical: Option<ClinicalText>,
     /// Empty when the table names none or a list it names is not installed.
     towns: Vec<Arc<Gazetteer>>,
+    /// `None` when the table names none or its list is not installed.
+    script_places: Option<(ScriptPlaces, Finding)>,
 }
 
 const DEFAULT_CONTEXT_CHARS: usize = 40;
@@ -260,6 +278,7 @@ impl Recognizers {
         let mut ordinary = None;
         let mut clinical = None;
         let mut towns = Vec::new();
+        let mut script_places = None;
         for (file, src) in sources {
             let err = |message: String| RecognizerError {
                 file: file.clone(),
@@ -305,6 +324,41 @@ impl Recognizers {
                     None => return Err(err(format!("town_lists: unknown gazetteer `{name}`"))),
                     Some(Some(g)) => towns.push(g.clone()),
                     Some(None) => inactive.push(format!("town_lists ({name})")),
+                }
+            }
+            if let Some(sp) = &spec.script_places {
+                if script_places.is_some() {
+                    return Err(err("script_places is defined in two files".into()));
+                }
+                if !labels::is_canonical(&sp.label) || !(0.0..=1.0).contains(&sp.score) {
+                    return Err(err(
+                        "script_places: the label must be canonical and the score within 0..1"
+                            .into(),
+                    ));
+                }
+                match gazetteers.get(&sp.list) {
+                    None => {
+                        return Err(err(format!(
+                            "script_places: unknown gazetteer `{}`",
+                            sp.list
+                        )));
+                    }
+                    Some(None) => inactive.push(format!("{} ({})", sp.id, sp.list)),
+                    Some(Some(list)) => {
+                        let finder = ScriptPlaces::new(list).map_err(&err)?;
+                        // The finding every place is reported as, placed by `find`.
+                        let finding = Finding {
+                            start: 0,
+                            end: 0,
+                            label: labels::canonical_label(&sp.label).name,
+                            score: sp.score,
+                            pattern: Arc::from(sp.id.as_str()),
+                            priority: sp.priority,
+                            merge_only: false,
+                            labelled: false,
+                        };
+                        script_places = Some((finder, finding));
+                    }
                 }
             }
             if let Some(c) = spec.clinical_text {
@@ -403,6 +457,7 @@ impl Recognizers {
             ordinary,
             clinical,
             towns,
+            script_places,
         })
     }
 
@@ -517,6 +572,7 @@ impl Recognizers {
                 }
                 Some("town_words.txt") => "READING",
                 Some("world_towns.txt") => "TUAM\nCROWS NEST\nKELLY\nBATH",
+                Some("script_places.txt") => "東京\n서울\n부산\nКазань\nजयपुर",
                 _ => return None,
             };
             Some(Gazetteer::from_lines(list))
@@ -555,15 +611,29 @@ impl Recognizers {
                 continue;
             }
             let names = labels::canonical_label(p.label).hipaa_class == "A_NAMES";
-            for caps in regex.captures_iter(text) {
+            let mut at = 0;
+            while let Some(caps) = text.get(at..).and_then(|_| regex.captures_at(text, at)) {
+                let Some(m) = caps.name("id").or_else(|| caps.get(0)) else {
+                    break;
+                };
+                // The one character a match reads after its identifier to see that it ends
+                // there can be the one the next identifier needs before it ("Doha/Lagos",
+                // "Fatih/İstanbul"): the next search starts before it. Longer context after an
+                // identifier is read on purpose (the credentials after a name) and is skipped.
+                let whole = caps.get(0).map_or(m, |w| w);
+                let boundary = text[m.end()..whole.end()].chars().nth(1).is_none();
+                at = if boundary && m.end() > whole.start() {
+                    m.end()
+                } else if whole.end() > whole.start() {
+                    whole.end()
+                } else {
+                    next_char(text, whole.end())
+                };
                 // A `veto` group that took part says the match is something else (a dose's
                 // unit after a number, a code system's name before it).
                 if p.vetoes.iter().any(|&i| caps.get(i).is_some()) {
                     continue;
                 }
-                let Some(m) = caps.name("id").or_else(|| caps.get(0)) else {
-                    continue;
-                };
                 let mut m_end = m.end();
                 if !p.gated.is_empty() && !gazetteers_agree(text, &caps, &p.gated, &mut m_end) {
                     continue;
@@ -618,6 +688,13 @@ impl Recognizers {
                     labelled: p.labelled,
                 });
             }
+        }
+        if let Some((finder, finding)) = &self.script_places {
+            all.extend(finder.find(text).into_iter().map(|(start, end)| Finding {
+                start,
+                end,
+                ..finding.clone()
+            }));
         }
         all.sort_by(|a, b| {
             b.priority
@@ -692,6 +769,14 @@ impl Recognizers {
         }
         taken.into_values().collect()
     }
+}
+
+/// The byte offset of the character after the one at `at` (past the end: `text.len() + 1`,
+/// where no search starts).
+fn next_char(text: &str, at: usize) -> usize {
+    text.get(at..)
+        .and_then(|rest| rest.chars().next())
+        .map_or(text.len() + 1, |c| at + c.len_utf8())
 }
 
 /// Whether every gazetteer group taking part is listed (its longest listed word prefix);
@@ -2935,7 +3020,7 @@ mod tests {
             ("Ingeniero de campo (jul 2014 - dic 2018)", "jul 2014"),
             ("Ingeniero de campo (jul 2014 - dic 2018)", "dic 2018"),
             ("Haarlem | editie november 2024", "november 2024"),
-            ("Data: gio 19 set 2024, 18:02", "set 2024"),
+            ("Data: gio 19 set 2024, 18:02", "19 set 2024"),
         ] {
             finds_in(&t, text, "DATE", value);
         }
@@ -3884,5 +3969,91 @@ mod tests {
                 .iter()
                 .all(|(p, ..)| p != "name_given_initial")
         );
+    }
+
+    #[test]
+    fn other_scripts_months_and_joined_places_of_session_34() {
+        let t = Recognizers::builtin_with_stand_in_gazetteers();
+        for (text, label, value) in [
+            // Cities in their own script, facilities and companies by their kind, a Korean
+            // address's districts and flat.
+            ("5月中旬に東京の自宅へ戻る", "CITY", "東京"),
+            ("Самовывоз: Казань, ул. Баумана", "CITY", "Казань"),
+            (
+                "紹介先：大阪中央総合病院　循環器内科",
+                "ORGANIZATION",
+                "大阪中央総合病院",
+            ),
+            (
+                "株式会社アオバ物流の高橋でございます",
+                "ORGANIZATION",
+                "株式会社アオバ物流",
+            ),
+            (
+                "계획: 부산대학교병원 응급실로 전원",
+                "ORGANIZATION",
+                "부산대학교병원",
+            ),
+            ("오늘 7시에 강남역에서 보자", "ORGANIZATION", "강남역"),
+            (
+                "주소는 서울 마포구 월드컵북로12길 34",
+                "CITY",
+                "서울 마포구",
+            ),
+            (
+                "래미안아파트 108동 702호 우편번호",
+                "SECONDARY_ADDRESS",
+                "108동 702호",
+            ),
+            // Dates with months in other languages, or a day and a month with dots.
+            ("Jakarta, 21 Agustus 2024 Kepada", "DATE", "21 Agustus 2024"),
+            (
+                "start date Hunyo 3, 2019. Pakisend",
+                "DATE",
+                "Hunyo 3, 2019",
+            ),
+            ("Start date is 01.04.  Tobias", "DATE", "01.04"),
+            (
+                "горячую воду до 20 февраля, объявление",
+                "DATE",
+                "20 февраля",
+            ),
+            (
+                "Sinh ngày 02 tháng 03 năm 1929 tại",
+                "DATE",
+                "02 tháng 03 năm 1929",
+            ),
+            ("(31 अक्टूबर तक) पेमेंट", "DATE", "31 अक्टूबर"),
+            // The character after one place can stand before the next.
+            ("flights Doha/Lagos booked", "CITY", "Lagos"),
+            // An age in a report dictated in capitals.
+            ("THE PATIENT IS A 91-YEAR-OLD MAN", "AGE", "91"),
+            // A name after an elder's or a courtesy title, an English word too.
+            ("Ate Joy, nasa SM Megamall na ako", "NAME", "Joy"),
+            ("La señora Garza era buena", "NAME", "Garza"),
+            ("Seu Zé chegou", "NAME", "Zé"),
+            ("李娜: 明天的会议改到下午三点了", "NAME", "李娜"),
+        ] {
+            finds_in(&t, text, label, value);
+        }
+        // The kind alone, the words of a Chinese sentence, a word that only ends like a
+        // station, a city's name inside a longer word, a version and a section number.
+        for (text, label) in [
+            ("入院先は総合病院です", "ORGANIZATION"),
+            ("如有胸痛，请立即回医院。", "ORGANIZATION"),
+            ("초등학교 관할구역 안내", "ORGANIZATION"),
+            ("서울대학교 부산시민 казань", "CITY"),
+            ("version 10.12.1.1 and 1.2. Results", "DATE"),
+        ] {
+            finds_none_in(&t, text, label);
+        }
+        // "Frau Dr. Hartmann" and "王老师": the title's patterns find the name, these do not
+        // take the title for it.
+        found_by_none_of(
+            &t,
+            "Sehr geehrte Frau Dr. Hartmann",
+            &["name_after_elder_or_courtesy"],
+        );
+        found_by_none_of(&t, "王老师：好的", &["name_chinese_speaker"]);
     }
 }

@@ -185,6 +185,7 @@ pub fn recognize(
     let before = before_towns::places_before_towns(&text, &v, |f| recognizers.is_common_phrase(f));
     v = with_added(v, before);
     v = structure::join_address_parts(&text, v);
+    structure::units_before_streets(&text, &mut v);
     if p.whole_places {
         let lower = places::lower_case_places(&text);
         v = with_added(v, lower);
@@ -200,6 +201,7 @@ pub fn recognize(
     }
     drop_greetings(&text, &mut v);
     trim_name_edges(&text, &mut v, recognizers);
+    trim_capitals_edges(&text, &mut v, recognizers);
     drop_public_figures(&text, &mut v);
     drop_ranges(&text, &mut v);
     drop_sentence_dots(&text, &mut v);
@@ -414,6 +416,60 @@ fn trim_name_edges(text: &str, v: &mut Vec<Span>, recognizers: &Recognizers) {
     v.retain(|s| {
         !(is_name(s) && (title(text[s.start..s.end].trim()) || is_pronoun_phrase(text, s)))
     });
+}
+
+/// Small words of a sentence that a span written in capitals takes in at its edges ("LIVES IN
+/// SPRINGFIELD WITH HIS WIFE", "WIDOW FROM TULSA"); "A" is a middle initial there.
+#[rustfmt::skip]
+const CAPITALS_STOPWORDS: &[&str] = &[
+    "AN", "THE", "AND", "OR", "BUT", "WITH", "WITHOUT", "FROM", "TO", "IN", "AT", "ON",
+    "BY", "FOR", "OF", "HIS", "HER", "HIM", "SHE", "HE", "THEY", "THEIR", "IS", "WAS", "ARE",
+    "WERE", "HAS", "HAD", "WHO", "WHICH", "THAT", "THIS", "ALSO", "NOW", "THEN",
+];
+
+/// Takes the words of the sentence off the edges of a span written in capitals, as dictated
+/// reports are: a name loses an ordinary word and no name ("KAREN VISITS" → "KAREN", "FROM
+/// TULSA" → "TULSA"), a place the sentence's small words after it ("SPRINGFIELD WITH HIS" →
+/// "SPRINGFIELD"). In capitals the model cannot see where a name ends; a word that names, a
+/// town's own word ("SALT LAKE CITY") and a one-word span stay.
+fn trim_capitals_edges(text: &str, v: &mut [Span], recognizers: &Recognizers) {
+    for s in v.iter_mut() {
+        let name = is_name(s);
+        if !name && !matches!(canonical_label(&s.label).name, "CITY" | "LOCATION") {
+            continue;
+        }
+        let t = &text[s.start..s.end];
+        if !t.chars().any(char::is_alphabetic) || t.chars().any(char::is_lowercase) {
+            continue;
+        }
+        let bare = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_string();
+        // A name is trimmed only around a word that names and is no English word ("KAREN
+        // VISITS"): "MAENDELEO EDUCATION FOUNDATION" is an organization's.
+        if name
+            && !t
+                .split(' ')
+                .any(|w| recognizers.is_name_and_no_word(&bare(w)))
+        {
+            continue;
+        }
+        let sentence_word = |w: &str| {
+            let w = bare(w);
+            CAPITALS_STOPWORDS.contains(&w.as_str()) || (name && recognizers.is_ordinary_word(&w))
+        };
+        while let Some((head, last)) = text[s.start..s.end].rsplit_once(' ')
+            && !head.trim().is_empty()
+            && sentence_word(last)
+        {
+            s.end = s.start + head.trim_end().len();
+        }
+        while name
+            && let Some((first, rest)) = text[s.start..s.end].split_once(' ')
+            && !rest.trim().is_empty()
+            && sentence_word(first)
+        {
+            s.start = s.end - rest.trim_start().len();
+        }
+    }
 }
 
 /// First-person forms, never part of a name ("May I have…", "So I called").
@@ -1462,6 +1518,27 @@ mod tests {
         // A surname written first stays whole, ordinary word or not; a lone title goes.
         assert!(texts.starts_with(&["Brandt", "Hannah", "Keeper, Josephine", "Bartek", "Ayşe"]));
         assert!(!texts.contains(&"Mr"), "{texts:?}");
+    }
+
+    #[test]
+    fn a_span_in_capitals_leaves_the_sentence_at_its_edges() {
+        let t = "DAUGHTER ANNA ATTENDS. LIVES IN CHICAGO WITH HIS WIFE. SEEN BY TERRELL, JOHN A \
+                 TODAY. DONOR MAENDELEO ATTENDS";
+        let at = |w: &str, label: &str| Span::model_at(t, w, label);
+        let spans = vec![
+            at("ANNA ATTENDS", "NAME"),
+            at("CHICAGO WITH HIS", "CITY"),
+            at("TERRELL, JOHN A", "NAME"),
+            at("MAENDELEO ATTENDS", "NAME"),
+        ];
+        let table = Recognizers::builtin_with_stand_in_gazetteers();
+        let got = run_with(&table, t, spans, SWEEP);
+        let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
+        // A middle initial stays, and so does a span with no word that only names.
+        assert_eq!(
+            texts,
+            ["ANNA", "CHICAGO", "TERRELL, JOHN A", "MAENDELEO ATTENDS"]
+        );
     }
 
     #[test]

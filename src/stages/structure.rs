@@ -12,7 +12,9 @@
 //!   "Colitis") are not members.
 //! - Initials given to a named person in brackets ("Laura Benítez (LB)") are that person's name
 //!   wherever the text uses them ("LB: And then?").
-//! - A street takes the house number written after it ("Prenzlauer Allee 20").
+//! - A street takes the house number written after it ("Prenzlauer Allee 20") and the unit,
+//!   plot or shop written before it ("Unit 4/17 Pakington St", "Shop 3, 14 South Terrace",
+//!   "No. 23, Jalan Kenanga", "Flat No. B-702, Kalpataru Heights", "apto 142, Bloco B").
 //! - Parts of one address separated only by spaces ("727" "Green Gateway" "Suite 873") become one
 //!   span, so the spaces between them are not left standing as the outline of an address. ZIP
 //!   codes stay apart (Safe Harbor keeps three of their digits), and so do states and countries.
@@ -459,6 +461,109 @@ fn house_number_after(rest: &str) -> Option<usize> {
         || (after.starts_with([' ', '\t'])
             && !next_word.starts_with(|c: char| c.is_lowercase() || c.is_ascii_digit()));
     ends.then_some(1 + end)
+}
+
+/// Words for a unit, a plot or a shop that an address writes before its street. Those marked
+/// `true` stand without a number of their own ("Plot 7 Aminu Kano Crescent", "No. 23, Jalan
+/// Kenanga"): the number starts the street.
+const UNITS_BEFORE_STREETS: &[(&str, bool)] = &[
+    ("unit", false),
+    ("flat", false),
+    ("shop", false),
+    ("suite", false),
+    ("ste", false),
+    ("apt", false),
+    ("apartment", false),
+    ("blk", false),
+    ("block", false),
+    ("villa", false),
+    ("stall", false),
+    ("lot", true),
+    ("plot", true),
+    ("stand", true),
+    ("apto", true),
+    ("no", true),
+    ("nr", true),
+];
+
+/// Length of the unit written at the end of `head`, right before a street ("Unit 4/", "Shop
+/// 3, ", "Flat No. ", "Plot "): a word of [`UNITS_BEFORE_STREETS`] after a non-letter, an
+/// optional dot, a number with a digit ("3", "B-702") unless the word stands without one or the
+/// street starts with the unit's number (`number_follows`: "Unit 4/17 Pakington St"), then a
+/// comma or a slash and spaces. A unit's word before "No." takes it
+/// ("Flat No. B-702").
+fn unit_before(head: &str, number_follows: bool) -> Option<usize> {
+    let mut rest = spaced(head);
+    rest = rest.strip_suffix([',', '/']).map_or(rest, spaced);
+    // The unit's number: letters, digits, '-' and '/', with a digit among them.
+    let number = rest
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| c.is_ascii_alphanumeric() || matches!(c, '-' | '/'))
+        .last()
+        .map_or(rest.len(), |(i, _)| i);
+    let own_number = rest[number..].bytes().any(|b| b.is_ascii_digit());
+    let has_number = own_number || number_follows;
+    if !has_number && !head.ends_with([' ', '\t']) {
+        return None;
+    }
+    let mut start = None;
+    let mut end = if own_number {
+        spaced(&rest[..number])
+    } else {
+        rest
+    };
+    loop {
+        let word_end = end.strip_suffix('.').unwrap_or(end);
+        let Some((word_start, _)) = word_end
+            .char_indices()
+            .rev()
+            .take_while(|(_, c)| c.is_alphabetic())
+            .last()
+        else {
+            break;
+        };
+        if word_end[..word_start]
+            .chars()
+            .next_back()
+            .is_some_and(char::is_alphanumeric)
+        {
+            break;
+        }
+        let word = word_end[word_start..].to_lowercase();
+        match UNITS_BEFORE_STREETS.iter().find(|(w, _)| *w == word) {
+            Some((_, alone)) if has_number || *alone || start.is_some() => start = Some(word_start),
+            _ => break,
+        }
+        if !matches!(word.as_str(), "no" | "nr") {
+            break;
+        }
+        end = spaced(&word_end[..word_start]);
+    }
+    start.map(|s| head.len() - s)
+}
+
+/// `s` without the spaces and tabs that end it.
+fn spaced(s: &str) -> &str {
+    s.trim_end_matches([' ', '\t'])
+}
+
+/// Streets take the unit, plot or shop written right before them ([`unit_before`]), when no
+/// other span holds it. `v` is sorted and disjoint.
+pub fn units_before_streets(text: &str, v: &mut [Span]) {
+    for i in 0..v.len() {
+        if canonical_label(&v[i].label).name != "STREET_ADDRESS" {
+            continue;
+        }
+        let floor = if i > 0 { v[i - 1].end } else { 0 };
+        let head = &text[floor..v[i].start];
+        // Within the line.
+        let line = head.rfind('\n').map_or(0, |n| n + 1);
+        let number_follows = text[v[i].start..].starts_with(|c: char| c.is_ascii_digit());
+        if let Some(len) = unit_before(&head[line..], number_follows) {
+            v[i].start -= len;
+        }
+    }
 }
 
 /// Address parts separated only by spaces become one span, and a street takes the house number
@@ -1247,6 +1352,42 @@ mod tests {
                 "Avenida Lago 99a",
                 "Main Street",
                 "Via Roma"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_street_takes_the_unit_plot_or_shop_before_it() {
+        let t = "Unit 4/17 Pakington St; Shop 3, 14 South Terrace; No. 23, Jalan Kenanga; \
+                 Flat No. B-702, Kalpataru Heights; apto 142, Bloco B; Plot 7 Aminu Crescent; \
+                 Pharmacy 24 Main St; Unity 12 Oak St; next block\n5 Elm Road";
+        let mut v: Vec<Span> = [
+            "4/17 Pakington St",
+            "14 South Terrace",
+            "23, Jalan Kenanga",
+            "B-702, Kalpataru Heights",
+            "142, Bloco B",
+            "7 Aminu Crescent",
+            "24 Main St",
+            "12 Oak St",
+            "5 Elm Road",
+        ]
+        .iter()
+        .map(|w| span(t, w, "STREET_ADDRESS"))
+        .collect();
+        units_before_streets(t, &mut v);
+        assert_eq!(
+            texts(t, &v),
+            [
+                "Unit 4/17 Pakington St",
+                "Shop 3, 14 South Terrace",
+                "No. 23, Jalan Kenanga",
+                "Flat No. B-702, Kalpataru Heights",
+                "apto 142, Bloco B",
+                "Plot 7 Aminu Crescent",
+                "24 Main St",
+                "12 Oak St",
+                "5 Elm Road",
             ]
         );
     }
