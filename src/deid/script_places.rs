@@ -5,7 +5,8 @@
 //! Cairo, in "カイロプラクティック"); a Hangul name stands alone or before a particle or the
 //! suffix of a district or a station ("해운대구", "서울에서", "강남역"); a name in a script with
 //! spaces stands as a whole word, with a capital where its script has them ("Казань", not
-//! "казань"). Latin text is left to the patterns: an ASCII text costs one check.
+//! "казань"). Latin text is left to the patterns: a text in Latin letters costs one pass over
+//! its characters.
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
@@ -104,15 +105,20 @@ impl ScriptPlaces {
         Ok(Self { names })
     }
 
-    /// Byte ranges of the places named in `text`, sorted and disjoint.
+    /// Byte ranges of the places named in `text`, sorted and disjoint. The search starts at the
+    /// first letter of another script than Latin: a text in Latin letters, accented or not, is
+    /// not searched.
     pub fn find(&self, text: &str) -> Vec<(usize, usize)> {
-        if text.is_ascii() {
+        let Some((from, _)) = text
+            .char_indices()
+            .find(|(_, c)| !c.is_ascii() && c.is_alphabetic() && script(*c) != Script::Latin)
+        else {
             return Vec::new();
-        }
-        let upper = same_length_upper(text);
+        };
+        let upper = same_length_upper(&text[from..]);
         self.names
             .find_iter(&upper)
-            .filter_map(|m| place_at(text, m.start(), m.end()))
+            .filter_map(|m| place_at(text, from + m.start(), from + m.end()))
             .collect()
     }
 }
