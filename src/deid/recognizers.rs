@@ -4033,6 +4033,7 @@ mod tests {
             ("La señora Garza era buena", "NAME", "Garza"),
             ("Seu Zé chegou", "NAME", "Zé"),
             ("李娜: 明天的会议改到下午三点了", "NAME", "李娜"),
+            ("국민은행 447-21-0188-204 (예금주 박지성)", "NAME", "박지성"),
         ] {
             finds_in(&t, text, label, value);
         }
