@@ -185,7 +185,6 @@ pub fn recognize(
     let before = before_towns::places_before_towns(&text, &v, |f| recognizers.is_common_phrase(f));
     v = with_added(v, before);
     v = structure::join_address_parts(&text, v);
-    structure::units_before_streets(&text, &mut v);
     if p.whole_places {
         let lower = places::lower_case_places(&text);
         v = with_added(v, lower);
@@ -402,14 +401,12 @@ fn trim_name_edges(text: &str, v: &mut Vec<Span>, recognizers: &Recognizers) {
         // "Blake drains", "Kolisi shook my hand": a lower-case English word after a capitalized
         // name is the sentence going on; a surname written in lower case ("Juan perez") is no
         // English word, and names in lower case throughout are left whole.
-        while let Some((head, last)) = text[s.start..s.end].rsplit_once(' ')
-            && text[s.start..s.end].starts_with(char::is_uppercase)
-            && last.chars().all(char::is_lowercase)
-            && !NAME_PARTICLES.contains(&last)
-            && recognizers.is_common_word(last)
-            && !head.trim().is_empty()
-        {
-            s.end = s.start + head.trim_end().len();
+        if text[s.start..s.end].starts_with(char::is_uppercase) {
+            drop_last_words(text, s, |last| {
+                last.chars().all(char::is_lowercase)
+                    && !NAME_PARTICLES.contains(&last)
+                    && recognizers.is_common_word(last)
+            });
         }
         trim_first_person(text, s);
     }
@@ -442,33 +439,48 @@ fn trim_capitals_edges(text: &str, v: &mut [Span], recognizers: &Recognizers) {
         if !t.chars().any(char::is_alphabetic) || t.chars().any(char::is_lowercase) {
             continue;
         }
-        let bare = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_string();
         // A name is trimmed only around a word that names and is no English word ("KAREN
         // VISITS"): "MAENDELEO EDUCATION FOUNDATION" is an organization's.
         if name
             && !t
                 .split(' ')
-                .any(|w| recognizers.is_name_and_no_word(&bare(w)))
+                .any(|w| recognizers.is_name_and_no_word(bare(w)))
         {
             continue;
         }
         let sentence_word = |w: &str| {
             let w = bare(w);
-            CAPITALS_STOPWORDS.contains(&w.as_str()) || (name && recognizers.is_ordinary_word(&w))
+            CAPITALS_STOPWORDS.contains(&w) || (name && recognizers.is_ordinary_word(w))
         };
-        while let Some((head, last)) = text[s.start..s.end].rsplit_once(' ')
-            && !head.trim().is_empty()
-            && sentence_word(last)
-        {
-            s.end = s.start + head.trim_end().len();
+        drop_last_words(text, s, sentence_word);
+        if name {
+            drop_first_words(text, s, sentence_word);
         }
-        while name
-            && let Some((first, rest)) = text[s.start..s.end].split_once(' ')
-            && !rest.trim().is_empty()
-            && sentence_word(first)
-        {
-            s.start = s.end - rest.trim_start().len();
-        }
+    }
+}
+
+/// `w` without the punctuation around it ("JOHN," → "JOHN").
+fn bare(w: &str) -> &str {
+    w.trim_matches(|c: char| !c.is_alphanumeric())
+}
+
+/// Takes the last word off `s` while `drop` says so of it, leaving one word at least.
+fn drop_last_words(text: &str, s: &mut Span, drop: impl Fn(&str) -> bool) {
+    while let Some((head, last)) = text[s.start..s.end].rsplit_once(' ')
+        && !head.trim().is_empty()
+        && drop(last)
+    {
+        s.end = s.start + head.trim_end().len();
+    }
+}
+
+/// Takes the first word off `s` while `drop` says so of it, leaving one word at least.
+fn drop_first_words(text: &str, s: &mut Span, drop: impl Fn(&str) -> bool) {
+    while let Some((first, rest)) = text[s.start..s.end].split_once(' ')
+        && !rest.trim().is_empty()
+        && drop(first)
+    {
+        s.start = s.end - rest.trim_start().len();
     }
 }
 

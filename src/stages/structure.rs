@@ -550,7 +550,7 @@ fn spaced(s: &str) -> &str {
 
 /// Streets take the unit, plot or shop written right before them ([`unit_before`]), when no
 /// other span holds it. `v` is sorted and disjoint.
-pub fn units_before_streets(text: &str, v: &mut [Span]) {
+fn units_before_streets(text: &str, v: &mut [Span]) {
     for i in 0..v.len() {
         if canonical_label(&v[i].label).name != "STREET_ADDRESS" {
             continue;
@@ -567,7 +567,8 @@ pub fn units_before_streets(text: &str, v: &mut [Span]) {
 }
 
 /// Address parts separated only by spaces become one span, and a street takes the house number
-/// written after it (see the module docs). `v` is sorted and disjoint.
+/// written after it and the unit written before it (see the module docs). `v` is sorted and
+/// disjoint.
 pub fn join_address_parts(text: &str, v: Vec<Span>) -> Vec<Span> {
     let mut out: Vec<Span> = Vec::with_capacity(v.len());
     for mut s in v {
@@ -623,6 +624,7 @@ pub fn join_address_parts(text: &str, v: Vec<Span>) -> Vec<Span> {
         }
         out.push(s);
     }
+    units_before_streets(text, &mut out);
     out
 }
 
