@@ -56,9 +56,9 @@ struct EvalArgs {
     /// probe-general-5, probe-notes-6, probe-general-6, probe-places-6, probe-notes-7,
     /// probe-general-7, probe-prompts-7, probe-notes-8, probe-general-8, probe-notes-9,
     /// probe-general-9, probe-notes-10, probe-general-10, probe-notes-11, probe-general-11,
-    /// probe-notes-12, probe-general-12, heldout-clinical, heldout-general, heldout-2-clinical,
-    /// heldout-2-general, heldout-3-clinical, heldout-3-general, i2b2-philter, presidio-dev,
-    /// presidio-test.
+    /// probe-notes-12, probe-general-12, probe-notes-13, probe-general-13, heldout-clinical,
+    /// heldout-general, heldout-2-clinical, heldout-2-general, heldout-3-clinical,
+    /// heldout-3-general, i2b2-philter, presidio-dev, presidio-test.
     #[arg(long = "set", default_value = "all")]
     sets: Vec<String>,
     /// Folder holding the committed sets (`deid_eval.jsonl`, `asq-phi/`, `probes/`).

@@ -28,7 +28,7 @@ const COMMITTED: [&str; 3] = ["synthetic", "asq-phi-dev", "asq-phi-test"];
 /// Probe sets committed under `tests/data/probes`, as (name, file, source, tuned on): text
 /// written for this project by sessions that never read the recognizers, then tuned on, or held
 /// out (see its README).
-const PROBES: [(&str, &str, &str, bool); 34] = [
+const PROBES: [(&str, &str, &str, bool); 36] = [
     (
         "probe-clinical",
         "probes/clinical.jsonl",
@@ -262,6 +262,23 @@ const PROBES: [(&str, &str, &str, bool); 34] = [
          utility complaints, condolence messages and data snippets) from thirty-eight countries, \
          written blind to the recognizers in session 26; tuned on: a regression floor, not \
          evidence",
+        true,
+    ),
+    (
+        "probe-notes-13",
+        "probes/clinical_notes_13.jsonl",
+        "110 clinical documents (forty kinds, from H&Ps, fax covers and EMS run sheets to HL7 \
+         rows, school nurse notes and death paperwork) from the US (rural, border, tribal, VA, \
+         prisons, migrant clinics, territories) and twenty-three other countries, written blind \
+         to the recognizers in session 35; tuned on: a regression floor, not evidence",
+        true,
+    ),
+    (
+        "probe-general-13",
+        "probes/general_13.jsonl",
+        "180 general texts (mail, chats, posts, reviews, letters, claims, invitations, logs and \
+         data rows; 29% in twenty-three other languages) from forty-four countries, written \
+         blind to the recognizers in session 35; tuned on: a regression floor, not evidence",
         true,
     ),
     (

@@ -199,6 +199,7 @@ pub fn recognize(
         drop_ordinary_word_towns(&text, &mut v, recognizers);
     }
     drop_greetings(&text, &mut v);
+    v.retain(|s| !is_language(&text, s));
     trim_name_edges(&text, &mut v, recognizers);
     trim_capitals_edges(&text, &mut v, recognizers);
     drop_public_figures(&text, &mut v);
@@ -657,6 +658,27 @@ fn first_word(s: &str) -> &str {
 fn is_age_and_sex(s: &str) -> bool {
     let digits = s.bytes().take_while(u8::is_ascii_digit).count();
     (1..=3).contains(&digits) && matches!(s[digits..].trim_start(), "M" | "F")
+}
+
+/// Languages and the peoples they are named for, which the model reads as towns or names
+/// ("consultation in English", "interpreter: Vietnamese", "speaks Igbo"): never an identifier.
+#[rustfmt::skip]
+const LANGUAGES: &[&str] = &[
+    "English", "Welsh", "Irish", "Scottish", "Gaelic", "French", "German", "Spanish", "Italian",
+    "Portuguese", "Dutch", "Polish", "Russian", "Ukrainian", "Romanian", "Greek", "Turkish",
+    "Arabic", "Hebrew", "Farsi", "Persian", "Pashto", "Dari", "Urdu", "Hindi", "Bengali",
+    "Punjabi", "Gujarati", "Marathi", "Tamil", "Telugu", "Kannada", "Malayalam", "Nepali",
+    "Chinese", "Mandarin", "Cantonese", "Japanese", "Korean", "Vietnamese", "Tagalog", "Filipino",
+    "Hmong", "Khmer", "Somali", "Amharic", "Tigrinya", "Swahili", "Yoruba", "Igbo", "Hausa",
+    "Zulu", "isiZulu", "Xhosa", "isiXhosa", "Afrikaans", "Sesotho", "Setswana", "Māori", "Maori",
+    "Samoan", "Tongan", "Navajo", "Creole", "Haitian",
+];
+
+/// A span that is only a language's name, as a place or as the model's name: a person named
+/// "English" keeps the name a pattern gives them ("Dr. English").
+fn is_language(text: &str, s: &Span) -> bool {
+    LANGUAGES.contains(&&text[s.start..s.end])
+        && (s.source == Source::Model || canonical_label(&s.label).hipaa_class == "B_GEOGRAPHIC")
 }
 
 /// One span covering the finding and the model spans it overlaps.
@@ -1489,6 +1511,21 @@ mod tests {
         let got = run(t, spans, SWEEP);
         let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
         assert_eq!(texts, ["Grant", "Ana"]);
+    }
+
+    #[test]
+    fn a_language_is_no_town_and_no_name_the_model_read() {
+        let t = "Prefers English; interpreter Igbo. Seen by Dr. English in Welshpool.";
+        let at = |w: &str, label: &str| Span::model_at(t, w, label);
+        let spans = vec![
+            at("English", "CITY"),
+            at("Igbo", "GIVEN_NAME"),
+            at("Welshpool", "CITY"),
+        ];
+        let got = run(t, spans, SWEEP);
+        let texts: Vec<&str> = got.iter().map(|(v, ..)| v.as_str()).collect();
+        assert_eq!(texts, ["English", "Welshpool"]);
+        assert_eq!(got[0].2, Source::Pattern, "the titled name stays");
     }
 
     #[test]

@@ -233,6 +233,19 @@ fn label_of(line: &str) -> Option<Label> {
     }
     at += line[at..].len() - line[at..].trim_start_matches([' ', '\t']).len();
     let label_start = at;
+    if !stamped && let Some(end) = heading_label(&line[at..]) {
+        return Some(Label {
+            start: label_start,
+            end: label_start + end,
+            role: false,
+            abbreviation: false,
+            // A timetable's rows look the same ("Arrival  10:20"): an ordinary word stays one.
+            stamped: false,
+        });
+    }
+    // A time stamp before it says the line is a message: its label may have three words
+    // ("[11/03/2025 10:07 م] محمود عبد الفتاح:").
+    let most_words = if stamped { 3 } else { 2 };
     let mut words = 0;
     let (label_end, colon, role) = loop {
         at += word_at(&line[at..])?;
@@ -254,7 +267,7 @@ fn label_of(line: &str) -> Option<Label> {
         {
             break (at, at + 2 + close + 1, true);
         }
-        if words == 2 || !next.starts_with(' ') {
+        if words == most_words || !next.starts_with(' ') {
             return None;
         }
         at += 1;
@@ -264,6 +277,14 @@ fn label_of(line: &str) -> Option<Label> {
         return None;
     }
     let label = &line[label_start..label_end];
+    // Three words with an acronym among them are a team, not a person ("SKMCH Oncology Nurse").
+    let acronym = |w: &str| {
+        let letters: Vec<char> = w.chars().filter(|c| c.is_alphabetic()).collect();
+        letters.len() >= 2 && letters.iter().all(|c| c.is_uppercase())
+    };
+    if words == 3 && label.split(' ').any(acronym) {
+        return None;
+    }
     // An initial ("Tolu B") is no abbreviation.
     let abbreviation = label.split(' ').any(|w| {
         let n = w.trim_end_matches('.').chars().count();
@@ -276,6 +297,41 @@ fn label_of(line: &str) -> Option<Label> {
         abbreviation,
         stamped,
     })
+}
+
+/// Length of the speaker's name when `rest` is a line that heads a message and holds nothing
+/// else: one to three words, then a time stamp, after a comma in brackets as exports from
+/// Telegram write it ("Ольга Смирнова, [10.03.2025 18:40]") or after two spaces as WeChat's do
+/// ("王芳  2025年3月6日 19:32", "李秀英  19:40").
+fn heading_label(rest: &str) -> Option<usize> {
+    let mut at = 0;
+    for words in 1..=3 {
+        at += word_at(&rest[at..])?;
+        let next = &rest[at..];
+        let stamp = if let Some(b) = next.strip_prefix(", [") {
+            b.find(']').map(|c| &b[..c]).filter(|_| {
+                b.split_once(']')
+                    .is_some_and(|(_, after)| after.trim().is_empty())
+            })
+        } else if next.starts_with("  ") {
+            Some(next.trim())
+        } else {
+            None
+        };
+        if let Some(stamp) = stamp {
+            let is_stamp = stamp.contains(':')
+                && stamp.chars().next().is_some_and(|c| c.is_ascii_digit())
+                && stamp
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || " /.,:-年月日APMapm".contains(c));
+            return is_stamp.then_some(at);
+        }
+        if words == 3 || !next.starts_with(' ') {
+            return None;
+        }
+        at += 1;
+    }
+    None
 }
 
 /// Whether `text` introduces `initials` as a person's, after the name they stand for:
@@ -338,6 +394,38 @@ mod tests {
             .iter()
             .map(|s| &text[s.start..s.end])
             .collect()
+    }
+
+    #[test]
+    fn message_headings_of_chat_exports_are_speakers() {
+        let telegram = "Ольга Смирнова, [10.03.2025 18:40]\nКто знает мастера?\n\n\
+                        Ирина, [10.03.2025 18:52]\nЗвони\n\nОльга Смирнова, [10.03.2025 18:55]\n\
+                        Спасибо\n\nИрина, [10.03.2025 19:05]\nКлассика.\n";
+        assert_eq!(
+            found(telegram),
+            ["Ольга Смирнова", "Ирина", "Ольга Смирнова", "Ирина"]
+        );
+        let wechat = "王芳  2025年3月6日 19:32\n李姐，我下周六搬走\n李秀英  19:40\n小王你好\n\
+                      王芳  19:42\n好的\n李秀英  19:55\n行\n";
+        assert_eq!(found(wechat), ["王芳", "李秀英", "王芳", "李秀英"]);
+        // A heading with a date but no time is no message's, nor is a timetable's row.
+        let not = "Minutes  12/03/2025\nAgenda\nMinutes  14/03/2025\nAgenda\n";
+        assert!(found(not).is_empty());
+        let timetable = "Plan  08:15\nFrom  10:20\nPlan  14:00\nFrom  16:05\n";
+        assert!(found(timetable).is_empty());
+        let arabic = "[11/03/2025 10:05 م] أحمد سعيد: يا محمود\n\
+                      [11/03/2025 10:07 م] محمود عبد الفتاح: أيوه\n\
+                      [11/03/2025 10:09 م] أحمد سعيد: تمام\n\
+                      [11/03/2025 10:12 م] محمود عبد الفتاح: ماشي\n";
+        assert_eq!(
+            found(arabic),
+            [
+                "أحمد سعيد",
+                "محمود عبد الفتاح",
+                "أحمد سعيد",
+                "محمود عبد الفتاح"
+            ]
+        );
     }
 
     #[test]
