@@ -4057,4 +4057,91 @@ mod tests {
         );
         found_by_none_of(&t, "王老师：好的", &["name_chinese_speaker"]);
     }
+
+    #[test]
+    fn companies_letterheads_pins_and_posts_of_session_35() {
+        let t = Recognizers::builtin_with_stand_in_gazetteers();
+        for (text, label, value) in [
+            // Banks, phone, power and grocery companies and insurers by name.
+            (
+                "Adaeze: GTBank 0123894471, Adaeze",
+                "ORGANIZATION",
+                "GTBank",
+            ),
+            (
+                "deposit through BDO acct 0041-8872-1190",
+                "ORGANIZATION",
+                "BDO",
+            ),
+            (
+                "Chat with Airtel Support | Session",
+                "ORGANIZATION",
+                "Airtel",
+            ),
+            (
+                "insured with Groupama (policy GR-88120447)",
+                "ORGANIZATION",
+                "Groupama",
+            ),
+            (
+                "Mutuelle : Mutuelle Francilienne Solidaire, adhérent n° MFS-0041877",
+                "ORGANIZATION",
+                "Mutuelle Francilienne Solidaire",
+            ),
+            (
+                "Krankenkasse: Bayerische Betriebskrankenkasse Süd Fallnummer: 24-118830",
+                "ORGANIZATION",
+                "Bayerische Betriebskrankenkasse Süd",
+            ),
+            (
+                "HMO: Lekki Shield HMO, enrollee ID",
+                "ORGANIZATION",
+                "Lekki Shield HMO",
+            ),
+            // A letterhead, someone's employer, a pin's places, a letter's town.
+            (
+                "RAVI MEDICAL COMPLEX\n23-B Main Boulevard",
+                "LOCATION",
+                "RAVI MEDICAL COMPLEX",
+            ),
+            ("Amos from HomeCheck will call", "LOCATION", "HomeCheck"),
+            (
+                "sunny, 34 📍 leslieville, toronto  ok",
+                "CITY",
+                "leslieville",
+            ),
+            ("sunny, 34 📍 leslieville, toronto  ok", "CITY", "toronto"),
+            ("Santiago, 4 March 2025\nLETTER", "CITY", "Santiago"),
+            // A floor after its street, a post's author, a masked card, a plate, a date.
+            (
+                "report to 2100 Lakeshore Blvd, 3rd floor.",
+                "SECONDARY_ADDRESS",
+                "3rd floor",
+            ),
+            ("Posted by WindySeaFront · Sat", "NAME", "WindySeaFront"),
+            (
+                "Kortgaranti: Visa ****2209. Välkommen",
+                "ACCOUNT_NUMBER",
+                "****2209",
+            ),
+            (
+                "Araç Plakası: 34 FKN 218 Şasi",
+                "LICENSE_PLATE",
+                "34 FKN 218",
+            ),
+            ("leak (ticket opened 8/2), mice", "DATE", "8/2"),
+        ] {
+            finds_in(&t, text, label, value);
+        }
+        for (text, label) in [
+            ("Enhanced DBS check cleared", "ORGANIZATION"),
+            ("Fiets stond op slot (AXA ringslot).", "ORGANIZATION"),
+            ("with Ben Adair from HR taking notes", "LOCATION"),
+            ("WOUND CARE CLINIC\nHyperbaric", "LOCATION"),
+            ("Sunday, 23 June 2024 (12th Sunday)", "CITY"),
+            ("reviewed by provider) Date", "NAME"),
+        ] {
+            finds_none_in(&t, text, label);
+        }
+    }
 }
