@@ -8,7 +8,9 @@
 //! 21:15] Nacho:"): no heading follows a chat's time stamp, so there an ordinary word is a
 //! nickname (a log's keys are in lower case: "[06:00:03] wifi: connected"; roles stay roles:
 //! "Caller:", "Agent:"). The writer and their kin ("me:", "Mom:") count towards a conversation
-//! but are no names either.
+//! but are no names either. Chat exports that head each message with its sender and time on a
+//! line of their own (Telegram's "Ирина, [10.03.2025 18:52]", WeChat's "王芳  19:42") count the
+//! same way.
 
 use std::collections::HashMap;
 
@@ -309,10 +311,9 @@ fn heading_label(rest: &str) -> Option<usize> {
         at += word_at(&rest[at..])?;
         let next = &rest[at..];
         let stamp = if let Some(b) = next.strip_prefix(", [") {
-            b.find(']').map(|c| &b[..c]).filter(|_| {
-                b.split_once(']')
-                    .is_some_and(|(_, after)| after.trim().is_empty())
-            })
+            b.split_once(']')
+                .filter(|(_, after)| after.trim().is_empty())
+                .map(|(stamp, _)| stamp)
         } else if next.starts_with("  ") {
             Some(next.trim())
         } else {
